@@ -1,0 +1,3 @@
+//! Capcat benchmarks.
+
+#![forbid(unsafe_code)]

@@ -1,0 +1,3 @@
+//! Capcat catalog adapter: runs capcat-proto statements over ClickHouse.
+
+#![forbid(unsafe_code)]

@@ -1,0 +1,3 @@
+//! Capcat pack format: checksummed, safetensors-compatible capture packs.
+
+#![forbid(unsafe_code)]

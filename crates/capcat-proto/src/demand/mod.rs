@@ -1,0 +1,1 @@
+//! The demand fold: the indexing backlog as a join-semilattice.

@@ -1,0 +1,3 @@
+//! Capcat storage service: spool -> store -> catalog.
+
+#![forbid(unsafe_code)]

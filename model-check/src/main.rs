@@ -1,0 +1,5 @@
+//! `capcat-model-check`: list and run the protocol models.
+
+#![forbid(unsafe_code)]
+
+fn main() {}

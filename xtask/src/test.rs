@@ -1,0 +1,48 @@
+//! `test`: the README's test command. Fetches the engines, builds the test
+//! servers, and runs every suite with them required, so that a missing engine
+//! fails the run instead of silently skipping the tests that need it.
+
+use std::process::Command;
+
+use crate::{Result, cache, engine, golden, s3_server, spec};
+
+/// Runs the whole test suite. Extra arguments go to `cargo nextest run`.
+pub(crate) fn run(extra: &[String]) -> Result<()> {
+    let root = cache::repo_root();
+    let libchdb = engine::ensure_libchdb()?;
+    let s3_server = s3_server::ensure_binary()?;
+
+    let with_engines = |command: &mut Command| {
+        command
+            .current_dir(&root)
+            .env("CAPCAT_LIBCHDB", &libchdb)
+            .env("CAPCAT_S3_SERVER_BIN", &s3_server)
+            .env("CAPCAT_REQUIRE_ENGINES", "1");
+    };
+
+    // Every crate's unit, property, model and live tests.
+    let mut nextest = Command::new("cargo");
+    nextest.args(["nextest", "run", "--workspace", "--profile", "ci"]).args(extra);
+    with_engines(&mut nextest);
+    cache::run(&mut nextest)?;
+
+    // The catalog suites once more through the ClickHouse-HTTP front, so the
+    // `clickhouse` crate's code path runs against the same engine.
+    let mut over_http = Command::new("cargo");
+    over_http
+        .args(["nextest", "run", "--profile", "ci", "-p", "capcat-clickhouse", "--test", "live"])
+        .env("CAPCAT_CATALOG_TRANSPORT", "http");
+    with_engines(&mut over_http);
+    cache::run(&mut over_http)?;
+
+    // Doc tests: nextest does not run them.
+    let mut doc = Command::new("cargo");
+    doc.args(["test", "--workspace", "--doc", "--quiet"]);
+    with_engines(&mut doc);
+    cache::run(&mut doc)?;
+
+    spec::check()?;
+    golden::check_python()?;
+    eprintln!("xtask test: every suite passed");
+    Ok(())
+}
