@@ -1,8 +1,24 @@
 //! Pure, IO-free state machines and canonical SQL of the Capcat catalog protocol.
 //!
+//! Every protocol operation is a [`Machine`]: the caller polls it for the next
+//! [`Step`], executes the [`Statement`] it asks for (or draws the jitter it
+//! asks for) and hands the result back with [`Machine::handle`], until the
+//! machine is [`Step::Done`] with a typed outcome. The machines are plain data
+//! (`Clone + Eq + Hash + Debug`, BTree collections only), which is what lets
+//! the stateright models keep the real machines inside their states.
+//!
 //! Architecture Invariant: this crate never awaits, never reads a clock and
-//! never draws randomness. Server time, jitter draws and ids are arguments.
+//! never draws randomness. Server time arrives in result rows (the server
+//! stamps it), jitter arrives through [`Input::Drawn`], and ids (publish ids,
+//! lease ids) are constructor arguments.
 
 #![forbid(unsafe_code)]
 
 pub mod demand;
+pub mod machine;
+pub mod statement;
+pub mod tables;
+
+pub use machine::{Failure, Input, Machine, Step};
+pub use statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement, Value};
+pub use tables::{InvalidPrefix, Tables};

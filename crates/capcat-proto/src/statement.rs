@@ -1,0 +1,195 @@
+//! `Statement`: a SQL statement as data.
+//!
+//! Values never enter SQL text: the text names ClickHouse query parameters
+//! (`{name:Type}`) and the values travel beside it in [`Statement::params`].
+//! A statement also carries its settings and the shape of the rows it
+//! expects, so an adapter can execute it without knowing what it means.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+/// One SQL statement, ready for a transport.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Statement {
+    /// A stable name for logs, metrics and golden tests, e.g. `publish.insert_watermark`.
+    pub name: &'static str,
+    /// The SQL text, with `{name:Type}` placeholders for every value.
+    pub sql: String,
+    /// The bound values, by placeholder name.
+    pub params: BTreeMap<String, Param>,
+    /// Per-statement server settings.
+    pub settings: Settings,
+    /// What the statement returns.
+    pub expect: Expect,
+}
+
+/// Per-statement ClickHouse settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Settings {
+    /// `select_sequential_consistency = 1`: read only after every replica
+    /// holds every acknowledged insert.
+    pub select_sequential_consistency: bool,
+    /// `max_execution_time`, in whole seconds (ClickHouse truncates
+    /// fractions, so the protocol only ever speaks in whole seconds).
+    pub max_execution_time_s: Option<u32>,
+}
+
+/// A bound parameter value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Param {
+    /// `UInt64`.
+    UInt64(u64),
+    /// `Int64`.
+    Int64(i64),
+    /// `String`.
+    String(String),
+    /// `UUID`.
+    Uuid(Uuid),
+    /// `Array(String)`.
+    Strings(Vec<String>),
+    /// `Array(UUID)`.
+    Uuids(Vec<Uuid>),
+    /// `Array(Tuple(String, UUID))`: (store_id, pack_id) pairs.
+    StorePacks(Vec<(String, Uuid)>),
+}
+
+impl Param {
+    /// The ClickHouse type named in the placeholder, e.g. `UInt64`.
+    pub fn clickhouse_type(&self) -> &'static str {
+        match self {
+            Self::UInt64(_) => "UInt64",
+            Self::Int64(_) => "Int64",
+            Self::String(_) => "String",
+            Self::Uuid(_) => "UUID",
+            Self::Strings(_) => "Array(String)",
+            Self::Uuids(_) => "Array(UUID)",
+            Self::StorePacks(_) => "Array(Tuple(String, UUID))",
+        }
+    }
+
+    /// The value in ClickHouse's parameter text form: what goes after
+    /// `param_<name>=` on the HTTP interface or `--param_<name>=` on the
+    /// command line. Top-level strings are sent raw (escaped for the text
+    /// format); strings inside arrays and tuples are quoted literals.
+    pub fn to_text(&self) -> String {
+        match self {
+            Self::UInt64(v) => v.to_string(),
+            Self::Int64(v) => v.to_string(),
+            Self::String(s) => escape_text(s),
+            Self::Uuid(u) => u.hyphenated().to_string(),
+            Self::Strings(items) => list(items.iter().map(|s| quote(s))),
+            Self::Uuids(items) => list(items.iter().map(|u| format!("'{}'", u.hyphenated()))),
+            Self::StorePacks(items) => list(
+                items
+                    .iter()
+                    .map(|(store, pack)| format!("({},'{}')", quote(store), pack.hyphenated())),
+            ),
+        }
+    }
+}
+
+fn list(items: impl Iterator<Item = String>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&item);
+    }
+    out.push(']');
+    out
+}
+
+/// A quoted string literal for use inside an array or tuple parameter.
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            other => out.push(other),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A top-level string parameter in ClickHouse's escaped text format.
+fn escape_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// What a statement returns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expect {
+    /// Nothing: DDL and INSERT.
+    Nothing,
+    /// Rows with these columns, in this order.
+    Rows(Vec<Column>),
+}
+
+/// One result column: its name and the type the adapter decodes it as.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Column {
+    /// The column's name in the result set.
+    pub name: &'static str,
+    /// How to decode it.
+    pub ty: ColumnType,
+}
+
+/// The result column types the protocol reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ColumnType {
+    /// `UInt64` (also `UInt8`..`UInt32`).
+    UInt64,
+    /// `Int64` (also `Int8`..`Int32`).
+    Int64,
+    /// `String`.
+    String,
+    /// `UUID`.
+    Uuid,
+    /// `Nullable(T)` of any of the above: [`Value::Null`] or the value.
+    NullableUInt64,
+}
+
+/// A decoded result value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// An unsigned integer.
+    UInt64(u64),
+    /// A signed integer.
+    Int64(i64),
+    /// A string.
+    String(String),
+    /// A UUID.
+    Uuid(Uuid),
+}
+
+/// The rows a statement returned, each in [`Expect::Rows`] column order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Rows(pub Vec<Vec<Value>>);
+
+impl Rows {
+    /// No rows: what DDL and INSERT return.
+    pub fn empty() -> Self {
+        Self(Vec::new())
+    }
+}
