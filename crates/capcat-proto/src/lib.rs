@@ -14,7 +14,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod demand;
+pub mod descriptor;
 pub mod machine;
 pub mod statement;
 pub mod tables;

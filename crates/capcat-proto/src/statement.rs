@@ -53,6 +53,9 @@ pub enum Param {
     Uuids(Vec<Uuid>),
     /// `Array(Tuple(String, UUID))`: (store_id, pack_id) pairs.
     StorePacks(Vec<(String, Uuid)>),
+    /// [`crate::descriptor::DESCRIPTOR_ROWS_TYPE`]: capture descriptor rows,
+    /// one tuple per row in [`crate::descriptor::CAPTURE_COLUMNS`] order.
+    Descriptors(Vec<crate::descriptor::CaptureDescriptor>),
 }
 
 impl Param {
@@ -66,6 +69,7 @@ impl Param {
             Self::Strings(_) => "Array(String)",
             Self::Uuids(_) => "Array(UUID)",
             Self::StorePacks(_) => "Array(Tuple(String, UUID))",
+            Self::Descriptors(_) => crate::descriptor::DESCRIPTOR_ROWS_TYPE,
         }
     }
 
@@ -86,6 +90,7 @@ impl Param {
                     .iter()
                     .map(|(store, pack)| format!("({},'{}')", quote(store), pack.hyphenated())),
             ),
+            Self::Descriptors(rows) => list(rows.iter().map(|d| d.to_tuple_text())),
         }
     }
 }
@@ -103,6 +108,10 @@ fn list(items: impl Iterator<Item = String>) -> String {
 }
 
 /// A quoted string literal for use inside an array or tuple parameter.
+pub(crate) fn quote_literal(s: &str) -> String {
+    quote(s)
+}
+
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');

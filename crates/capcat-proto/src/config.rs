@@ -1,0 +1,279 @@
+//! Protocol configuration: lease TTL, publish timeout, attempt bounds, chunk
+//! size. Validated once, at construction, so no machine ever sees a value it
+//! cannot honour.
+
+/// The largest number of tuples one statement carries (manifest members,
+/// pack identities, descriptor rows). Keeps every statement's parameters
+/// under the server's `max_query_size` whatever the batch size.
+pub const MAX_CHUNK: usize = 1000;
+
+/// Nanoseconds per second.
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// Default lease time-to-live: 30 s.
+pub const DEFAULT_LEASE_TTL_NS: u64 = 30 * NS_PER_S;
+/// Default publish timeout (`max_execution_time` of the guarded INSERTs): 10 s.
+pub const DEFAULT_PUBLISH_TIMEOUT_NS: u64 = 10 * NS_PER_S;
+/// Default bound on lease claim attempts.
+pub const DEFAULT_MAX_CLAIM_ATTEMPTS: u32 = 8;
+/// Default bound on version allocation attempts.
+pub const DEFAULT_MAX_ALLOCATE_ATTEMPTS: u32 = 8;
+/// Default bound on publish attempts in one index pass.
+pub const DEFAULT_MAX_PUBLISH_ATTEMPTS: u32 = 8;
+
+/// A protocol configuration that cannot be honoured.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The publish timeout is not a whole number of seconds. ClickHouse's
+    /// `max_execution_time` is in seconds and truncates fractions (0.5 s
+    /// becomes 0, which means "unlimited"), so a fractional timeout would
+    /// silently remove the cap the lease's safety margin rests on.
+    #[error(
+        "publish timeout {publish_timeout_ns} ns is not a whole number of seconds; \
+         max_execution_time is in whole seconds and truncates, so use a multiple of 1_000_000_000"
+    )]
+    PublishTimeoutNotWholeSeconds {
+        /// The rejected timeout.
+        publish_timeout_ns: u64,
+    },
+    /// The publish timeout is zero (which ClickHouse reads as "no limit").
+    #[error("publish timeout must be at least one second; 0 means unlimited to ClickHouse")]
+    PublishTimeoutZero,
+    /// The publish timeout does not leave the lease any margin: a statement
+    /// could still be running after the lease it was fenced on expired.
+    #[error(
+        "publish timeout {publish_timeout_ns} ns must be below the lease TTL {lease_ttl_ns} ns, \
+         or a fenced INSERT may still land after its lease expired"
+    )]
+    PublishTimeoutNotBelowTtl {
+        /// The publish timeout.
+        publish_timeout_ns: u64,
+        /// The lease TTL.
+        lease_ttl_ns: u64,
+    },
+    /// The publish timeout does not fit `max_execution_time` (`u32` seconds).
+    #[error("publish timeout {publish_timeout_ns} ns is too large for max_execution_time")]
+    PublishTimeoutTooLarge {
+        /// The rejected timeout.
+        publish_timeout_ns: u64,
+    },
+    /// An attempt bound is zero: the operation could never run.
+    #[error("attempt bound {name} must be at least 1")]
+    ZeroAttempts {
+        /// Which bound.
+        name: &'static str,
+    },
+    /// The chunk size is zero or above [`MAX_CHUNK`].
+    #[error("chunk size {chunk} must be between 1 and {MAX_CHUNK}")]
+    BadChunk {
+        /// The rejected chunk size.
+        chunk: usize,
+    },
+}
+
+/// Rejected protocol designs the model checker runs as variants. Only the
+/// `mutations` feature (and this crate's tests) can select anything but the
+/// shipped design, so production code cannot reach them.
+#[cfg(any(test, feature = "mutations"))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Variant {
+    /// The shipped protocol.
+    #[default]
+    Shipped,
+    /// Publish INSERTs carry the version barrier but no lease fence.
+    BarrierOnly,
+    /// The fence as two scalar subqueries (lease_id and expiry read
+    /// separately): a takeover between the two reads passes it.
+    TwoSubqueryFence,
+    /// The publish read-back counts rows at V instead of comparing
+    /// publish_ids: any row at V reads as `Won`.
+    CountOnlyReadBack,
+    /// Release writes its tombstone without the fence.
+    UnfencedRelease,
+    /// Re-acquire by the holder mints a fresh lease_id (the acquire's
+    /// `fresh_lease_id`) instead of keeping its own.
+    FreshLeaseIdOnReacquire,
+    /// Publish INSERTs carry no `max_execution_time`.
+    NoExecutionCap,
+    /// The index pass records the inventory before publishing.
+    InventoryBeforePublish,
+}
+
+/// The validated protocol configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    lease_ttl_ns: u64,
+    publish_timeout_s: u32,
+    max_claim_attempts: u32,
+    max_allocate_attempts: u32,
+    max_publish_attempts: u32,
+    chunk: usize,
+    #[cfg(any(test, feature = "mutations"))]
+    variant: Variant,
+}
+
+impl Config {
+    /// A configuration with the given lease TTL and publish timeout (both in
+    /// nanoseconds) and default attempt bounds and chunk size.
+    ///
+    /// The timeout must be a whole, non-zero number of seconds and below the
+    /// TTL: every publish renews its lease first, so at the moment a fenced
+    /// statement starts the lease has almost a full TTL left, and the
+    /// statement cannot run past `max_execution_time`.
+    pub fn new(lease_ttl_ns: u64, publish_timeout_ns: u64) -> Result<Self, ConfigError> {
+        if publish_timeout_ns == 0 {
+            return Err(ConfigError::PublishTimeoutZero);
+        }
+        if !publish_timeout_ns.is_multiple_of(NS_PER_S) {
+            return Err(ConfigError::PublishTimeoutNotWholeSeconds { publish_timeout_ns });
+        }
+        if publish_timeout_ns >= lease_ttl_ns {
+            return Err(ConfigError::PublishTimeoutNotBelowTtl {
+                publish_timeout_ns,
+                lease_ttl_ns,
+            });
+        }
+        let publish_timeout_s = u32::try_from(publish_timeout_ns / NS_PER_S)
+            .map_err(|_| ConfigError::PublishTimeoutTooLarge { publish_timeout_ns })?;
+        Ok(Self {
+            lease_ttl_ns,
+            publish_timeout_s,
+            max_claim_attempts: DEFAULT_MAX_CLAIM_ATTEMPTS,
+            max_allocate_attempts: DEFAULT_MAX_ALLOCATE_ATTEMPTS,
+            max_publish_attempts: DEFAULT_MAX_PUBLISH_ATTEMPTS,
+            chunk: MAX_CHUNK,
+            #[cfg(any(test, feature = "mutations"))]
+            variant: Variant::Shipped,
+        })
+    }
+
+    /// Sets the three attempt bounds (lease claims, version allocations,
+    /// publishes per index pass); each must be at least 1.
+    pub fn with_attempts(
+        mut self,
+        claim: u32,
+        allocate: u32,
+        publish: u32,
+    ) -> Result<Self, ConfigError> {
+        for (name, value) in [
+            ("max_claim_attempts", claim),
+            ("max_allocate_attempts", allocate),
+            ("max_publish_attempts", publish),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::ZeroAttempts { name });
+            }
+        }
+        self.max_claim_attempts = claim;
+        self.max_allocate_attempts = allocate;
+        self.max_publish_attempts = publish;
+        Ok(self)
+    }
+
+    /// Sets the chunk size (1..=[`MAX_CHUNK`]); smaller chunks exist for tests
+    /// and models, which want several chunks from a few tuples.
+    pub fn with_chunk(mut self, chunk: usize) -> Result<Self, ConfigError> {
+        if chunk == 0 || chunk > MAX_CHUNK {
+            return Err(ConfigError::BadChunk { chunk });
+        }
+        self.chunk = chunk;
+        Ok(self)
+    }
+
+    /// Selects a rejected design (model checking only).
+    #[cfg(any(test, feature = "mutations"))]
+    pub fn with_variant(mut self, variant: Variant) -> Self {
+        self.variant = variant;
+        self
+    }
+
+    /// The selected design.
+    #[cfg(any(test, feature = "mutations"))]
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// True when this configuration runs the rejected design `v`. Always
+    /// false without the `mutations` feature, so the shipped code paths are
+    /// the only ones a production build can take.
+    pub(crate) fn is(&self, v: VariantName) -> bool {
+        #[cfg(any(test, feature = "mutations"))]
+        {
+            matches!(
+                (self.variant, v),
+                (Variant::BarrierOnly, VariantName::BarrierOnly)
+                    | (Variant::TwoSubqueryFence, VariantName::TwoSubqueryFence)
+                    | (Variant::CountOnlyReadBack, VariantName::CountOnlyReadBack)
+                    | (Variant::UnfencedRelease, VariantName::UnfencedRelease)
+                    | (
+                        Variant::FreshLeaseIdOnReacquire,
+                        VariantName::FreshLeaseIdOnReacquire
+                    )
+                    | (Variant::NoExecutionCap, VariantName::NoExecutionCap)
+                    | (
+                        Variant::InventoryBeforePublish,
+                        VariantName::InventoryBeforePublish
+                    )
+            )
+        }
+        #[cfg(not(any(test, feature = "mutations")))]
+        {
+            let _ = v;
+            false
+        }
+    }
+
+    /// Lease time-to-live in nanoseconds (server clock).
+    pub fn lease_ttl_ns(&self) -> u64 {
+        self.lease_ttl_ns
+    }
+    /// Publish timeout in whole seconds (`max_execution_time`).
+    pub fn publish_timeout_s(&self) -> u32 {
+        self.publish_timeout_s
+    }
+    /// Bound on lease claim attempts.
+    pub fn max_claim_attempts(&self) -> u32 {
+        self.max_claim_attempts
+    }
+    /// Bound on version allocation attempts.
+    pub fn max_allocate_attempts(&self) -> u32 {
+        self.max_allocate_attempts
+    }
+    /// Bound on publish attempts per index pass.
+    pub fn max_publish_attempts(&self) -> u32 {
+        self.max_publish_attempts
+    }
+    /// Tuples per statement.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new(DEFAULT_LEASE_TTL_NS, DEFAULT_PUBLISH_TIMEOUT_NS)
+            .expect("the default timeout is whole seconds and below the default TTL")
+    }
+}
+
+/// Names of the rejected designs, visible to the machines without the
+/// feature so their code compiles the same way in every build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VariantName {
+    BarrierOnly,
+    TwoSubqueryFence,
+    CountOnlyReadBack,
+    UnfencedRelease,
+    FreshLeaseIdOnReacquire,
+    NoExecutionCap,
+    InventoryBeforePublish,
+}
+
+/// The jitter window for attempt `attempt` (0-based): a claim retry skips
+/// `randbelow(8 * attempt + 1)` slots, so contenders that collided on one
+/// term spread over a widening window instead of colliding again.
+pub fn jitter_window(attempt: u32) -> u64 {
+    8 * u64::from(attempt) + 1
+}

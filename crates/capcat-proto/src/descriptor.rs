@@ -1,0 +1,376 @@
+//! The capture descriptor: one row of `{p}_capture_raw`, and the one column
+//! table every statement about that table is generated from.
+//!
+//! [`CAPTURE_COLUMNS`] is the single source of truth for the descriptor's
+//! columns: the DDL (`schema/`), the reader projection (`reader/`) and the
+//! index pass's INSERT (here) all derive their column lists from it, so a
+//! column added in one place is added everywhere or the golden tests fail.
+//!
+//! The immutability rule: `(tenant_id, capture_id)` identifies a capture, and
+//! every column except the locator and the version is immutable for that
+//! identity. Two rows for one capture may differ ONLY in where its bytes are
+//! (which store, which pack, where in the pack) and in the version that wrote
+//! them. The reader relies on this twice: filters on immutable columns can run
+//! before aggregation (a filter cannot match only the row that loses the
+//! `argMax`, because every row of the capture carries the same value), and
+//! grouping on the five identity columns is the same partition as grouping on
+//! `(tenant_id, capture_id)`.
+//!
+//! How descriptor values reach the server: as ONE typed query parameter of
+//! type `Array(Tuple(...))` (see [`DESCRIPTOR_ROWS_TYPE`]), unpacked by
+//! `arrayJoin` inside an `INSERT ... SELECT`. The alternative, a `FORMAT`
+//! body the adapter streams, was rejected for three reasons: [`Statement`]
+//! stays one shape (text + parameters) for every statement the protocol
+//! emits, so the model checker and both transports need no second path;
+//! the values still never enter SQL text; and the INSERT keeps the same
+//! `INSERT ... SELECT ... FROM (SELECT arrayJoin(...))` form as the guarded
+//! manifest INSERT, so a guard could be added to it without changing how its
+//! values travel. The cost is the parameter's size, which is why descriptor
+//! rows go in chunks of at most [`crate::config::MAX_CHUNK`] rows.
+//!
+//! [`Statement`]: crate::statement::Statement
+
+use std::fmt::Write as _;
+
+use uuid::Uuid;
+
+use crate::statement::{Param, Settings, Statement, quote_literal};
+use crate::tables::Tables;
+
+/// What a descriptor column is for. Decides whether it may differ between two
+/// rows describing the same capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ColumnRole {
+    /// Part of the capture's identity and the reader's GROUP BY key.
+    /// Immutable by definition.
+    Identity,
+    /// Immutable metadata about the capture (what was captured, its summary).
+    Metadata,
+    /// Where the capture's bytes are: mutable between rows of one capture.
+    Locator,
+    /// The catalog version that wrote the row: mutable between rows.
+    Version,
+}
+
+/// One column of `{p}_capture_raw`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CaptureColumn {
+    /// The column name.
+    pub name: &'static str,
+    /// The ClickHouse type, as written in DDL and in the INSERT parameter.
+    pub clickhouse_type: &'static str,
+    /// True when every row of one capture carries the same value (identity
+    /// and metadata); only these may be filtered before aggregation.
+    pub immutable: bool,
+    /// Why the column exists.
+    pub role: ColumnRole,
+}
+
+const fn col(name: &'static str, clickhouse_type: &'static str, role: ColumnRole) -> CaptureColumn {
+    CaptureColumn {
+        name,
+        clickhouse_type,
+        immutable: matches!(role, ColumnRole::Identity | ColumnRole::Metadata),
+        role,
+    }
+}
+
+/// Every column of `{p}_capture_raw`, in table order. The order is also the
+/// element order of [`DESCRIPTOR_ROWS_TYPE`] and of [`CaptureDescriptor`]'s
+/// fields.
+pub const CAPTURE_COLUMNS: &[CaptureColumn] = &[
+    col("tenant_id", "String", ColumnRole::Identity),
+    col("experiment_id", "String", ColumnRole::Identity),
+    col("run_id", "String", ColumnRole::Identity),
+    col("captured_at_ns", "UInt64", ColumnRole::Identity),
+    col("capture_id", "UUID", ColumnRole::Identity),
+    col("store_id", "String", ColumnRole::Locator),
+    col("pack_id", "UUID", ColumnRole::Locator),
+    col("index_version", "UInt64", ColumnRole::Version),
+    col("step", "UInt64", ColumnRole::Metadata),
+    col("tensor_name", "String", ColumnRole::Metadata),
+    col("dtype", "String", ColumnRole::Metadata),
+    col("shape", "Array(UInt64)", ColumnRole::Metadata),
+    col("summary_version", "UInt32", ColumnRole::Metadata),
+    col("element_count", "UInt64", ColumnRole::Metadata),
+    col("minimum", "Float64", ColumnRole::Metadata),
+    col("maximum", "Float64", ColumnRole::Metadata),
+    col("mean", "Float64", ColumnRole::Metadata),
+    col("l2_norm", "Float64", ColumnRole::Metadata),
+    col("abs_max", "Float64", ColumnRole::Metadata),
+    col("zero_fraction", "Float64", ColumnRole::Metadata),
+    col("payload_offset", "UInt64", ColumnRole::Locator),
+    col("payload_length", "UInt64", ColumnRole::Locator),
+    col("payload_sha256", "String", ColumnRole::Locator),
+];
+
+/// The reader's GROUP BY key: the capture identity. A prefix of
+/// [`CAPTURE_SORT_KEY`], so pages prune on the primary index.
+pub const CAPTURE_IDENTITY: &[&str] = &[
+    "tenant_id",
+    "experiment_id",
+    "run_id",
+    "captured_at_ns",
+    "capture_id",
+];
+
+/// The physical `ORDER BY` of `{p}_capture_raw`: the identity, then pack
+/// identity. Pack identity is in the key so that ReplacingMergeTree can never
+/// collapse two rows describing one capture in two different packs (a merge
+/// would silently delete the one a pinned snapshot still needs).
+pub const CAPTURE_SORT_KEY: &[&str] = &[
+    "tenant_id",
+    "experiment_id",
+    "run_id",
+    "captured_at_ns",
+    "capture_id",
+    "store_id",
+    "pack_id",
+];
+
+/// The reader's `argMax` ordering key. `index_version` leads, so a later
+/// publish supersedes; `(store_id, pack_id)` makes it a total order over the
+/// rows of one capture, so the winner never depends on physical layout.
+pub const RESOLUTION_ORDER: &[&str] = &["index_version", "store_id", "pack_id"];
+
+/// The ClickHouse type of the descriptor-rows parameter: an array of tuples
+/// whose elements are [`CAPTURE_COLUMNS`]' types in order. A test pins that
+/// this literal equals the one generated from the table.
+pub const DESCRIPTOR_ROWS_TYPE: &str = "Array(Tuple(String, String, String, UInt64, UUID, \
+String, UUID, UInt64, UInt64, String, String, Array(UInt64), UInt32, UInt64, Float64, Float64, \
+Float64, Float64, Float64, Float64, UInt64, UInt64, String))";
+
+/// [`DESCRIPTOR_ROWS_TYPE`] generated from [`CAPTURE_COLUMNS`].
+pub fn descriptor_rows_type() -> String {
+    let types: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.clickhouse_type).collect();
+    format!("Array(Tuple({}))", types.join(", "))
+}
+
+/// An `f64` compared and hashed by its bits, so descriptors can live inside
+/// machine states (`Eq + Hash`) without pretending floats are totally ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct F64Bits(u64);
+
+impl F64Bits {
+    /// Wraps a float.
+    pub fn new(value: f64) -> Self {
+        Self(value.to_bits())
+    }
+    /// The float.
+    pub fn get(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+    /// ClickHouse's text form: shortest round-trip digits, and `nan`, `inf`,
+    /// `-inf` spelled the way the server parses them.
+    pub fn to_text(self) -> String {
+        let v = self.get();
+        if v.is_nan() {
+            "nan".to_owned()
+        } else if v.is_infinite() {
+            if v > 0.0 { "inf" } else { "-inf" }.to_owned()
+        } else {
+            format!("{v:?}")
+        }
+    }
+}
+
+impl From<f64> for F64Bits {
+    fn from(value: f64) -> Self {
+        Self::new(value)
+    }
+}
+
+/// The tensor summary stored beside a descriptor (immutable metadata).
+///
+/// Float64 in the catalog: it exists for filtering and ranking; the exact
+/// values (integer order statistics included) live in the pack itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SummaryColumns {
+    /// Version of the summary computation that produced these values.
+    pub summary_version: u32,
+    /// Number of elements in the tensor.
+    pub element_count: u64,
+    /// Smallest element.
+    pub minimum: F64Bits,
+    /// Largest element.
+    pub maximum: F64Bits,
+    /// Arithmetic mean.
+    pub mean: F64Bits,
+    /// Euclidean norm.
+    pub l2_norm: F64Bits,
+    /// Largest absolute value.
+    pub abs_max: F64Bits,
+    /// Fraction of elements equal to zero.
+    pub zero_fraction: F64Bits,
+}
+
+/// Where a capture's bytes are: the pack, and the byte range inside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Locator {
+    /// The object store holding the pack.
+    pub store_id: String,
+    /// The pack (immutable, named by UUID).
+    pub pack_id: Uuid,
+    /// Byte offset of the payload inside the pack.
+    pub payload_offset: u64,
+    /// Byte length of the payload.
+    pub payload_length: u64,
+    /// Lower-case hex SHA-256 of the payload bytes.
+    pub payload_sha256: String,
+}
+
+/// One row of `{p}_capture_raw`: a capture described by one pack.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CaptureDescriptor {
+    /// Tenant owning the capture (identity).
+    pub tenant_id: String,
+    /// Experiment (identity; a function of the capture).
+    pub experiment_id: String,
+    /// Run (identity; a function of the capture).
+    pub run_id: String,
+    /// Capture time in nanoseconds (identity; a function of the capture).
+    pub captured_at_ns: u64,
+    /// The capture's id (identity).
+    pub capture_id: Uuid,
+    /// Where its bytes are (mutable between packs).
+    pub locator: Locator,
+    /// The catalog version that wrote this row; the index pass stamps it.
+    pub index_version: u64,
+    /// Training step the capture was taken at.
+    pub step: u64,
+    /// Name of the captured tensor.
+    pub tensor_name: String,
+    /// Element type, e.g. `f32`, `bf16`, `i64`.
+    pub dtype: String,
+    /// Tensor shape.
+    pub shape: Vec<u64>,
+    /// The tensor summary.
+    pub summary: SummaryColumns,
+}
+
+impl CaptureDescriptor {
+    /// The pack this row lives in: `(store_id, pack_id)`.
+    pub fn pack(&self) -> (String, Uuid) {
+        (self.locator.store_id.clone(), self.locator.pack_id)
+    }
+
+    /// This row as one tuple literal in [`CAPTURE_COLUMNS`] order, for the
+    /// text form of [`Param::Descriptors`].
+    pub fn to_tuple_text(&self) -> String {
+        let s = &self.summary;
+        let l = &self.locator;
+        let mut shape = String::from("[");
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                shape.push(',');
+            }
+            let _ = write!(shape, "{d}");
+        }
+        shape.push(']');
+        let fields: [String; 23] = [
+            quote_literal(&self.tenant_id),
+            quote_literal(&self.experiment_id),
+            quote_literal(&self.run_id),
+            self.captured_at_ns.to_string(),
+            format!("'{}'", self.capture_id.hyphenated()),
+            quote_literal(&l.store_id),
+            format!("'{}'", l.pack_id.hyphenated()),
+            self.index_version.to_string(),
+            self.step.to_string(),
+            quote_literal(&self.tensor_name),
+            quote_literal(&self.dtype),
+            shape,
+            s.summary_version.to_string(),
+            s.element_count.to_string(),
+            s.minimum.to_text(),
+            s.maximum.to_text(),
+            s.mean.to_text(),
+            s.l2_norm.to_text(),
+            s.abs_max.to_text(),
+            s.zero_fraction.to_text(),
+            l.payload_offset.to_string(),
+            l.payload_length.to_string(),
+            quote_literal(&l.payload_sha256),
+        ];
+        format!("({})", fields.join(","))
+    }
+}
+
+/// The comma-separated column list of [`CAPTURE_COLUMNS`].
+pub fn capture_column_list() -> String {
+    let names: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.name).collect();
+    names.join(", ")
+}
+
+/// `index.insert_descriptors`: write one chunk of descriptor rows.
+///
+/// Unconditional on purpose: a descriptor row is inert until a manifest row
+/// paired with a watermark row admits its pack, so writing it needs no guard,
+/// and a lost publish leaves rows no reader can see. The caller chunks (at
+/// most [`crate::config::MAX_CHUNK`] rows per statement).
+pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
+    let selects: Vec<String> = (1..=CAPTURE_COLUMNS.len())
+        .map(|i| format!("d.{i}"))
+        .collect();
+    let sql = format!(
+        "INSERT INTO {table} ({columns}) SELECT {selects} FROM (SELECT arrayJoin({{rows:{ty}}}) AS d)",
+        table = tables.capture_raw(),
+        columns = capture_column_list(),
+        selects = selects.join(", "),
+        ty = DESCRIPTOR_ROWS_TYPE,
+    );
+    let mut params = std::collections::BTreeMap::new();
+    params.insert("rows".to_owned(), Param::Descriptors(rows));
+    Statement {
+        name: "index.insert_descriptors",
+        sql,
+        params,
+        settings: Settings::default(),
+        expect: crate::statement::Expect::Nothing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parameter_type_literal_is_generated_from_the_column_table() {
+        assert_eq!(DESCRIPTOR_ROWS_TYPE, descriptor_rows_type());
+    }
+
+    #[test]
+    fn identity_is_the_sort_key_prefix_and_every_key_column_exists() {
+        assert_eq!(
+            &CAPTURE_SORT_KEY[..CAPTURE_IDENTITY.len()],
+            CAPTURE_IDENTITY
+        );
+        for name in CAPTURE_SORT_KEY.iter().chain(RESOLUTION_ORDER) {
+            assert!(CAPTURE_COLUMNS.iter().any(|c| c.name == *name), "{name}");
+        }
+        for c in CAPTURE_COLUMNS {
+            let identity = CAPTURE_IDENTITY.contains(&c.name);
+            assert_eq!(identity, c.role == ColumnRole::Identity, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn a_tuple_has_one_field_per_column() {
+        let d = CaptureDescriptor {
+            tenant_id: "t'1".into(),
+            shape: vec![2, 3],
+            ..CaptureDescriptor::default()
+        };
+        let text = d.to_tuple_text();
+        assert!(text.starts_with("('t\\'1',"), "{text}");
+        assert!(text.contains(",[2,3],"), "{text}");
+    }
+
+    #[test]
+    fn floats_use_the_spelling_the_server_parses() {
+        assert_eq!(F64Bits::new(f64::NAN).to_text(), "nan");
+        assert_eq!(F64Bits::new(f64::NEG_INFINITY).to_text(), "-inf");
+        assert_eq!(F64Bits::new(1.0).to_text(), "1.0");
+        assert_eq!(F64Bits::new(1e300).to_text(), "1e300");
+    }
+}
