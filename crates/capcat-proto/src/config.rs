@@ -263,6 +263,7 @@ impl Default for Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum VariantName {
     BarrierOnly,
+    #[cfg(any(test, feature = "mutations"))]
     TwoSubqueryFence,
     CountOnlyReadBack,
     UnfencedRelease,

@@ -14,13 +14,25 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocate;
 pub mod config;
+mod decode;
 pub mod demand;
 pub mod descriptor;
+pub mod fragments;
+pub mod index;
+pub mod lease;
 pub mod machine;
+pub mod publish;
 pub mod statement;
 pub mod tables;
 
+pub use allocate::{Allocate, AllocateError};
+pub use config::{Config, ConfigError};
+pub use descriptor::{CAPTURE_COLUMNS, CaptureColumn, CaptureDescriptor};
+pub use index::{IndexError, IndexPass, IndexReport};
+pub use lease::{Lease, LeaseClaim, LeaseError, LeaseHead, Release};
 pub use machine::{Failure, Input, Machine, Step};
+pub use publish::{LostRace, PackRef, Publish, PublishError, PublishOutcome};
 pub use statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement, Value};
 pub use tables::{InvalidPrefix, Tables};

@@ -1,0 +1,297 @@
+//! Acquire, re-acquire and renew: one sole-claimant machine in two modes.
+
+use std::collections::BTreeSet;
+
+use uuid::Uuid;
+
+use crate::config::{Config, VariantName, jitter_window};
+use crate::decode::{BadRow, bool_at, string_at, u64_at, uuid_at};
+use crate::machine::{Input, Machine, Step};
+use crate::statement::Rows;
+use crate::tables::Tables;
+
+use super::{Lease, LeaseError, LeaseHead, sql};
+
+/// What a [`LeaseClaim`] is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ClaimMode {
+    /// Take the lease if nobody live holds it; re-acquire (same `lease_id`,
+    /// new term) if the caller's own lease is the head.
+    Acquire,
+    /// Extend the caller's lease; refuse unless its lease is the
+    /// uncontested head.
+    Renew,
+}
+
+/// Where the claim machine is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum State {
+    ReadHead,
+    Draw { head_term: u64, lease_id: Uuid },
+    Insert { term: u64, lease_id: Uuid },
+    ReadBack { term: u64, lease_id: Uuid },
+    Done(Result<Lease, LeaseError>),
+}
+
+/// The lease claim machine. Outcome: the lease now held, or why not.
+///
+/// Statements per uncontested claim: `lease.read_head`, `lease.insert_claim`,
+/// `lease.read_claims` (plus one `Step::Draw`). Bounded by
+/// [`Config::max_claim_attempts`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseClaim {
+    tables: Tables,
+    cfg: Config,
+    mode: ClaimMode,
+    holder: String,
+    held: Option<Lease>,
+    fresh_lease_id: Uuid,
+    attempt: u32,
+    state: State,
+}
+
+impl LeaseClaim {
+    /// Acquire the lease as `holder`. `held` is the lease the caller already
+    /// holds, if any: when it is still the head, the claim keeps its
+    /// `lease_id` (a holder re-acquiring must not become a stranger to its
+    /// own row). Otherwise the claim uses `fresh_lease_id`, which the caller
+    /// mints (a random v4 UUID).
+    pub fn acquire(
+        tables: Tables,
+        cfg: Config,
+        holder: String,
+        held: Option<Lease>,
+        fresh_lease_id: Uuid,
+    ) -> Self {
+        Self {
+            tables,
+            cfg,
+            mode: ClaimMode::Acquire,
+            holder,
+            held,
+            fresh_lease_id,
+            attempt: 0,
+            state: State::ReadHead,
+        }
+    }
+
+    /// Renew `lease`: claim a new term under the same `lease_id`, with a
+    /// fresh server-stamped expiry. Refuses with [`LeaseError::NotHeld`] when
+    /// the head is not `lease` (taken over, released, contested, or empty).
+    pub fn renew(tables: Tables, cfg: Config, lease: Lease) -> Self {
+        Self {
+            tables,
+            cfg,
+            mode: ClaimMode::Renew,
+            holder: lease.holder.clone(),
+            fresh_lease_id: lease.lease_id,
+            held: Some(lease),
+            attempt: 0,
+            state: State::ReadHead,
+        }
+    }
+
+    /// The mode this machine runs in.
+    pub fn mode(&self) -> ClaimMode {
+        self.mode
+    }
+
+    /// Attempts started so far (1-based once running).
+    pub fn attempts(&self) -> u32 {
+        self.attempt + 1
+    }
+
+    fn finish(&mut self, outcome: Result<Lease, LeaseError>) {
+        self.state = State::Done(outcome);
+    }
+
+    fn malformed(&mut self, statement: &'static str, bad: BadRow) {
+        self.finish(Err(LeaseError::Malformed {
+            statement,
+            detail: bad.0,
+        }));
+    }
+
+    fn on_head(&mut self, rows: &Rows) {
+        let head = match parse_head(rows) {
+            Ok(head) => head,
+            Err(bad) => return self.malformed("lease.read_head", bad),
+        };
+        let own_id = self.held.as_ref().map(|l| l.lease_id);
+        let ours = head
+            .as_ref()
+            .is_some_and(|h| !h.contested && Some(h.lease_id) == own_id);
+        let head_term = head.as_ref().map_or(0, |h| h.term);
+        match self.mode {
+            ClaimMode::Renew => {
+                if !ours {
+                    let lease_id = own_id.unwrap_or(self.fresh_lease_id);
+                    return self.finish(Err(LeaseError::NotHeld { lease_id, head }));
+                }
+            }
+            ClaimMode::Acquire => {
+                if let Some(h) = head.as_ref().filter(|h| h.live && !h.contested && !ours) {
+                    return self.finish(Err(LeaseError::Held {
+                        holder: h.holder.clone(),
+                        lease_id: h.lease_id,
+                        term: h.term,
+                        expires_at_ns: h.expires_at_ns,
+                    }));
+                }
+            }
+        }
+        let keep = ours && !self.cfg.is(VariantName::FreshLeaseIdOnReacquire);
+        let lease_id = match (&self.held, keep) {
+            (Some(l), true) => l.lease_id,
+            _ => self.fresh_lease_id,
+        };
+        self.state = State::Draw {
+            head_term,
+            lease_id,
+        };
+    }
+
+    fn on_read_back(&mut self, term: u64, lease_id: Uuid, rows: &Rows) {
+        let mut ids = BTreeSet::new();
+        let mut expiry = None;
+        for row in &rows.0 {
+            let id = match uuid_at(row, 0, "lease_id") {
+                Ok(id) => id,
+                Err(bad) => return self.malformed("lease.read_claims", bad),
+            };
+            let exp = match u64_at(row, 1, "expires_at_ns") {
+                Ok(exp) => exp,
+                Err(bad) => return self.malformed("lease.read_claims", bad),
+            };
+            if id == lease_id {
+                expiry = Some(expiry.map_or(exp, |e: u64| e.max(exp)));
+            }
+            ids.insert(id);
+        }
+        match expiry {
+            Some(expires_at_ns) if ids.len() == 1 => self.finish(Ok(Lease {
+                lease_id,
+                holder: self.holder.clone(),
+                term,
+                expires_at_ns,
+            })),
+            // Contested (or our row never landed): abandon the term and go
+            // round again, from a fresh head read, with a wider jitter window.
+            _ => self.retry(term),
+        }
+    }
+
+    fn retry(&mut self, last_term: u64) {
+        self.attempt += 1;
+        if self.attempt >= self.cfg.max_claim_attempts() {
+            self.finish(Err(LeaseError::Contested {
+                attempts: self.attempt,
+                last_term,
+            }));
+        } else {
+            self.state = State::ReadHead;
+        }
+    }
+}
+
+/// Reads the head (and whether it is contested) from `lease.read_head`.
+pub(crate) fn parse_head(rows: &Rows) -> Result<Option<LeaseHead>, BadRow> {
+    let Some(first) = rows.0.first() else {
+        return Ok(None);
+    };
+    let term = u64_at(first, 0, "term")?;
+    let lease_id = uuid_at(first, 1, "lease_id")?;
+    let mut contested = false;
+    if let Some(second) = rows.0.get(1) {
+        let second_term = u64_at(second, 0, "term")?;
+        let second_id = uuid_at(second, 1, "lease_id")?;
+        contested = second_term == term && second_id != lease_id;
+    }
+    Ok(Some(LeaseHead {
+        term,
+        lease_id,
+        holder: string_at(first, 2, "holder")?,
+        expires_at_ns: u64_at(first, 3, "expires_at_ns")?,
+        live: bool_at(first, 4, "live")?,
+        contested,
+    }))
+}
+
+pub(crate) fn describe_input(input: &Input) -> &'static str {
+    match input {
+        Input::Rows(_) => "rows",
+        Input::Failed(_) => "a failure",
+        Input::Drawn(_) => "a draw",
+    }
+}
+
+impl Machine for LeaseClaim {
+    type Outcome = Result<Lease, LeaseError>;
+
+    fn poll(&mut self) -> Step<Self::Outcome> {
+        match &self.state {
+            State::ReadHead => Step::Execute(sql::read_head(&self.tables)),
+            State::Draw { .. } => Step::Draw {
+                below: jitter_window(self.attempt),
+            },
+            State::Insert { term, lease_id } => Step::Execute(sql::insert_claim(
+                &self.tables,
+                *term,
+                *lease_id,
+                &self.holder,
+                self.cfg.lease_ttl_ns(),
+            )),
+            State::ReadBack { term, .. } => Step::Execute(sql::read_claims(&self.tables, *term)),
+            State::Done(outcome) => Step::Done(outcome.clone()),
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        let state = self.state.clone();
+        match (state, input) {
+            (State::Done(_), _) => {}
+            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
+            (State::ReadHead, Input::Failed(failure)) => self.finish(Err(LeaseError::Statement {
+                statement: "lease.read_head",
+                failure,
+            })),
+            (
+                State::Draw {
+                    head_term,
+                    lease_id,
+                },
+                Input::Drawn(skip),
+            ) if skip < jitter_window(self.attempt) => match head_term.checked_add(1 + skip) {
+                Some(term) => self.state = State::Insert { term, lease_id },
+                None => self.finish(Err(LeaseError::Malformed {
+                    statement: "lease.read_head",
+                    detail: format!("head term {head_term} leaves no term above it"),
+                })),
+            },
+            // A claim whose INSERT failed may still have landed: the
+            // read-back decides, exactly as it does for one that succeeded.
+            (State::Insert { term, lease_id }, Input::Rows(_) | Input::Failed(_)) => {
+                self.state = State::ReadBack { term, lease_id };
+            }
+            (State::ReadBack { term, lease_id }, Input::Rows(rows)) => {
+                self.on_read_back(term, lease_id, &rows)
+            }
+            (State::ReadBack { .. }, Input::Failed(failure)) => {
+                self.finish(Err(LeaseError::Statement {
+                    statement: "lease.read_claims",
+                    failure,
+                }))
+            }
+            (state, input) => {
+                let expected = match state {
+                    State::Draw { .. } => "a draw within the jitter window",
+                    _ => "rows or a failure",
+                };
+                self.finish(Err(LeaseError::UnexpectedInput {
+                    expected,
+                    got: describe_input(&input),
+                }));
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The lease statements. Public so golden tests and the model checker read
+//! exactly what the machines emit.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use crate::config::{Config, VariantName};
+use crate::fragments::{LEASE_ID_PARAM, lease_fence};
+use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
+use crate::tables::Tables;
+
+/// Sequentially consistent reads: both sole-claimant protocols are sound only
+/// while a read observes every acknowledged earlier write.
+pub(crate) const CONSISTENT: Settings = Settings {
+    select_sequential_consistency: true,
+    max_execution_time_s: None,
+};
+
+/// `lease.read_head`: the two highest rows of the lease log. The second row
+/// is the only thing that says whether the head term is contested.
+pub fn read_head(tables: &Tables) -> Statement {
+    Statement {
+        name: "lease.read_head",
+        sql: format!(
+            "SELECT term, lease_id, holder, expires_at_ns, \
+             toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live \
+             FROM {lease} ORDER BY term DESC, lease_id DESC LIMIT 2",
+            lease = tables.publisher_lease()
+        ),
+        params: BTreeMap::new(),
+        settings: CONSISTENT,
+        expect: Expect::Rows(vec![
+            Column {
+                name: "term",
+                ty: ColumnType::UInt64,
+            },
+            Column {
+                name: "lease_id",
+                ty: ColumnType::Uuid,
+            },
+            Column {
+                name: "holder",
+                ty: ColumnType::String,
+            },
+            Column {
+                name: "expires_at_ns",
+                ty: ColumnType::UInt64,
+            },
+            Column {
+                name: "live",
+                ty: ColumnType::UInt64,
+            },
+        ]),
+    }
+}
+
+/// `lease.insert_claim`: append a claim at `term`. Both timestamps come from
+/// the server's clock in the same statement, so no publisher's clock (and no
+/// skew between two of them) decides whether a lease is live.
+pub fn insert_claim(
+    tables: &Tables,
+    term: u64,
+    lease_id: Uuid,
+    holder: &str,
+    ttl_ns: u64,
+) -> Statement {
+    let mut params = BTreeMap::new();
+    params.insert("term".to_owned(), Param::UInt64(term));
+    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
+    params.insert("holder".to_owned(), Param::String(holder.to_owned()));
+    params.insert("ttl_ns".to_owned(), Param::UInt64(ttl_ns));
+    Statement {
+        name: "lease.insert_claim",
+        sql: format!(
+            "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
+             SELECT {{term:UInt64}}, {{{LEASE_ID_PARAM}:UUID}}, {{holder:String}}, \
+             toUnixTimestamp64Nano(now64(9)), toUnixTimestamp64Nano(now64(9)) + {{ttl_ns:UInt64}}",
+            lease = tables.publisher_lease()
+        ),
+        params,
+        settings: Settings::default(),
+        expect: Expect::Nothing,
+    }
+}
+
+/// `lease.read_claims`: every claim at `term`, for the sole-claimant check.
+pub fn read_claims(tables: &Tables, term: u64) -> Statement {
+    let mut params = BTreeMap::new();
+    params.insert("term".to_owned(), Param::UInt64(term));
+    Statement {
+        name: "lease.read_claims",
+        sql: format!(
+            "SELECT lease_id, expires_at_ns FROM {lease} WHERE term = {{term:UInt64}}",
+            lease = tables.publisher_lease()
+        ),
+        params,
+        settings: CONSISTENT,
+        expect: Expect::Rows(vec![
+            Column {
+                name: "lease_id",
+                ty: ColumnType::Uuid,
+            },
+            Column {
+                name: "expires_at_ns",
+                ty: ColumnType::UInt64,
+            },
+        ]),
+    }
+}
+
+/// `lease.release`: ONE fenced `INSERT ... SELECT` that writes a tombstone
+/// (expiry 0) above the head only while the head is still this lease and
+/// live. Reading the head and then writing would let a stale writer that
+/// shuts down cleanly revoke a successor's live lease; here the check and the
+/// write are the same server-side statement.
+pub fn release(tables: &Tables, cfg: &Config, lease_id: Uuid, holder: &str) -> Statement {
+    let mut params = BTreeMap::new();
+    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
+    params.insert("holder".to_owned(), Param::String(holder.to_owned()));
+    let guard = if cfg.is(VariantName::UnfencedRelease) {
+        "1 = 1".to_owned()
+    } else {
+        lease_fence(tables)
+    };
+    Statement {
+        name: "lease.release",
+        sql: format!(
+            "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
+             SELECT ifNull((SELECT max(term) FROM {lease}), 0) + 1, {{{LEASE_ID_PARAM}:UUID}}, \
+             {{holder:String}}, toUnixTimestamp64Nano(now64(9)), 0 \
+             FROM system.one WHERE {guard}",
+            lease = tables.publisher_lease()
+        ),
+        params,
+        settings: CONSISTENT,
+        expect: Expect::Nothing,
+    }
+}

@@ -1,0 +1,87 @@
+//! Publish(V, packs): make a set of packs visible as snapshot version V.
+//!
+//! 1. Renew the lease ([`crate::lease::LeaseClaim::renew`]): at the moment the
+//!    fenced statements run, the lease has almost a full TTL left, and each
+//!    statement is capped at the publish timeout, which the config keeps
+//!    below the TTL.
+//! 2. Insert the manifest rows (`arrayJoin` over the packs, in chunks) and then
+//!    the watermark row, each as ONE `INSERT ... SELECT` whose WHERE clause is
+//!    `VERSION_BARRIER AND LEASE_FENCE`: the check and the visibility write are
+//!    the same server-side statement, so a fenced-out publisher writes nothing.
+//! 3. Read back the publish ids standing at V and classify.
+//!
+//! `publish_id` is per ATTEMPT: a second attempt at one version is a different
+//! write, and reusing an id would read the first attempt's row back as its own.
+
+mod error;
+mod machine;
+pub mod sql;
+
+pub use error::PublishError;
+pub use machine::Publish;
+
+use std::collections::BTreeSet;
+
+use uuid::Uuid;
+
+use crate::lease::LeaseHead;
+
+/// A pack's identity: `(store_id, pack_id)`.
+pub type PackRef = (String, Uuid);
+
+/// How a publish attempt ended (every case ran to completion; statement
+/// failures are [`PublishError`]s).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PublishOutcome {
+    /// The read-back found this attempt's publish_id alone at V: the
+    /// watermark row stands and its manifest rows pair with it.
+    Won {
+        /// The published version.
+        version: u64,
+        /// This attempt's id.
+        publish_id: Uuid,
+    },
+    /// This attempt's row is absent at V: the barrier refused (a higher
+    /// version was already published) or its lease was own-but-expired.
+    /// Nothing it wrote is visible; a higher version may succeed. Retryable.
+    LostRace(LostRace),
+    /// This attempt's row is absent and the lease head is another live
+    /// lease (or the renewal found the lease gone). Retrying at another
+    /// version would fail the same fence: acquire the lease again.
+    LeaseLost {
+        /// The version attempted.
+        version: u64,
+        /// This attempt's id.
+        publish_id: Uuid,
+        /// The head that replaced this publisher's lease, if any.
+        head: Option<LeaseHead>,
+    },
+    /// This attempt's row stands at V BESIDE a foreign one: V's contents are
+    /// the union of two publishes. Not retryable and not a kind of race: the
+    /// packs ARE visible, so they must be recorded, and an operator must look.
+    Conflict {
+        /// The version.
+        version: u64,
+        /// This attempt's id.
+        publish_id: Uuid,
+        /// The (smallest) foreign publish id found at V.
+        foreign: Uuid,
+        /// Every foreign publish id found at V.
+        all_foreign: BTreeSet<Uuid>,
+    },
+}
+
+/// A lost version race: this attempt's publish_id is absent at V.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, thiserror::Error)]
+#[error(
+    "publish {publish_id} lost the race for version {version}: the barrier or an own-but-expired \
+     lease refused it and nothing it wrote is visible (found at that version: {found:?})"
+)]
+pub struct LostRace {
+    /// The version that was lost.
+    pub version: u64,
+    /// This attempt's id.
+    pub publish_id: Uuid,
+    /// The publish ids found at V (possibly none).
+    pub found: BTreeSet<Uuid>,
+}
