@@ -24,6 +24,8 @@ pub mod index;
 pub mod lease;
 pub mod machine;
 pub mod publish;
+pub mod reader;
+pub mod schema;
 pub mod statement;
 pub mod tables;
 

@@ -1,0 +1,29 @@
+//! The reader plan: pin a watermark, resolve captures at it.
+//!
+//! A read pins W, the highest published watermark, read sequentially
+//! consistent. Membership admits a descriptor row only when its pack is in
+//! a manifest row paired on `(index_version, publish_id)` with a watermark
+//! row at or below W ([`crate::fragments::membership_predicate`], the same
+//! predicate the public `{p}_capture` view uses), so a pinned snapshot can
+//! never grow. Rows are grouped on capture identity and resolved by ONE
+//! `argMax(tuple(<every resolved column>), tuple(index_version, store_id,
+//! pack_id))` (see [`projection`]). Filters run before aggregation, only on
+//! immutable columns. Pages advance with a STRICT keyset comparison.
+//!
+//! The immutability rule this rests on: `(tenant_id, capture_id)` identifies
+//! a capture, and every descriptor column but the locator (and the version
+//! that wrote the row) is immutable for that identity.
+
+mod error;
+mod machines;
+mod plan;
+pub mod projection;
+mod query;
+
+pub use error::ReaderError;
+pub use machines::{GetByIds, Lookup, Page, SearchPage};
+pub use plan::{MAX_LOOKUP_IDS, decode_watermark, get_by_ids, pin_watermark, search_page};
+pub use projection::{decode_records, encode_record, resolved_columns, result_columns};
+pub use query::{
+    Cursor, FILTER_COLUMNS, MAX_PAGE_SIZE, PageSize, Range, SearchFilter, SearchQuery,
+};

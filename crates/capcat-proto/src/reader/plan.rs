@@ -1,0 +1,169 @@
+//! The reader's statements.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use crate::config::MAX_CHUNK;
+use crate::descriptor::CAPTURE_IDENTITY;
+use crate::fragments::{MembershipBound, WATERMARK_PARAM, membership_predicate};
+use crate::reader::error::ReaderError;
+use crate::reader::projection::{inner_select_list, outer_select_list, result_columns};
+use crate::reader::query::{SearchQuery, filter_conditions};
+use crate::statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement, Value};
+use crate::tables::Tables;
+
+/// The most ids one lookup serves (in chunks of [`MAX_CHUNK`]).
+pub const MAX_LOOKUP_IDS: usize = 100 * MAX_CHUNK;
+
+/// `reader.pin_watermark`: the published head, read sequentially consistent.
+///
+/// `select_sequential_consistency` because the head decides what a reader
+/// will see: a lagging replica would pin a smaller snapshot, or reject a
+/// selection pinned elsewhere as "no longer resolving". `ifNull(..., 0)`
+/// because `max()` over an empty table is NULL under
+/// `aggregate_functions_null_for_empty`; versions start at 1, so W = 0
+/// admits nothing rather than everything.
+pub fn pin_watermark(tables: &Tables) -> Statement {
+    Statement {
+        name: "reader.pin_watermark",
+        sql: format!(
+            "SELECT ifNull(max(index_version), 0) AS watermark FROM {}",
+            tables.index_watermark()
+        ),
+        params: BTreeMap::new(),
+        settings: Settings {
+            select_sequential_consistency: true,
+            max_execution_time_s: None,
+        },
+        expect: Expect::Rows(vec![Column {
+            name: "watermark",
+            ty: ColumnType::UInt64,
+        }]),
+    }
+}
+
+/// Reads the row of [`pin_watermark`].
+pub fn decode_watermark(rows: &Rows) -> Result<u64, ReaderError> {
+    match rows.0.as_slice() {
+        [row] => match row.as_slice() {
+            [Value::UInt64(w)] => Ok(*w),
+            other => Err(ReaderError::Malformed {
+                statement: "reader.pin_watermark",
+                message: format!("expected one unsigned integer, got {other:?}"),
+            }),
+        },
+        other => Err(ReaderError::Malformed {
+            statement: "reader.pin_watermark",
+            message: format!("expected one row, got {}", other.len()),
+        }),
+    }
+}
+
+fn resolving_sql(tables: &Tables, conditions: &[String], tail: &str) -> String {
+    let identity = CAPTURE_IDENTITY.join(", ");
+    format!(
+        "SELECT {outer}\nFROM (\n    SELECT {inner}\n    FROM {raw}\n    WHERE {conditions}\n    \
+         GROUP BY {identity}\n)\nORDER BY {identity}{tail}",
+        outer = outer_select_list(),
+        inner = inner_select_list(),
+        raw = tables.capture_raw(),
+        conditions = conditions.join("\n      AND "),
+    )
+}
+
+fn pinned(watermark: u64, params: &mut BTreeMap<String, Param>, tables: &Tables) -> String {
+    params.insert(WATERMARK_PARAM.to_owned(), Param::UInt64(watermark));
+    membership_predicate(tables, MembershipBound::PinnedAtWatermark)
+}
+
+/// `reader.search_page`: one page of captures at watermark `watermark`.
+///
+/// Asks for `page_size + 1` rows so the caller knows whether another page
+/// exists without issuing it. The keyset comparison is STRICT: `>=` would
+/// re-read the row the cursor was issued for and duplicate one capture at
+/// every page boundary.
+pub fn search_page(
+    tables: &Tables,
+    query: &SearchQuery,
+    watermark: u64,
+) -> Result<Statement, ReaderError> {
+    let mut params = BTreeMap::new();
+    let mut conditions = filter_conditions(&query.filter, &mut params)?;
+    conditions.push(pinned(watermark, &mut params, tables));
+    if let Some(cursor) = &query.cursor {
+        if cursor.tenant_id != query.filter.tenant_id {
+            return Err(ReaderError::CursorTenantMismatch {
+                tenant: query.filter.tenant_id.clone(),
+                cursor_tenant: cursor.tenant_id.clone(),
+            });
+        }
+        conditions.push(format!(
+            "({}) > ({{after_tenant_id:String}}, {{after_experiment_id:String}}, \
+             {{after_run_id:String}}, {{after_captured_at_ns:UInt64}}, {{after_capture_id:UUID}})",
+            CAPTURE_IDENTITY.join(", ")
+        ));
+        let after = [
+            ("after_tenant_id", Param::String(cursor.tenant_id.clone())),
+            (
+                "after_experiment_id",
+                Param::String(cursor.experiment_id.clone()),
+            ),
+            ("after_run_id", Param::String(cursor.run_id.clone())),
+            ("after_captured_at_ns", Param::UInt64(cursor.captured_at_ns)),
+            ("after_capture_id", Param::Uuid(cursor.capture_id)),
+        ];
+        for (name, value) in after {
+            params.insert(name.to_owned(), value);
+        }
+    }
+    params.insert("limit".to_owned(), Param::UInt64(query.page_size.get() + 1));
+    Ok(Statement {
+        name: "reader.search_page",
+        sql: resolving_sql(tables, &conditions, "\nLIMIT {limit:UInt64}"),
+        params,
+        settings: Settings::default(),
+        expect: Expect::Rows(result_columns()),
+    })
+}
+
+/// `reader.get_by_ids`: the captures of `tenant` among `ids`, resolved at
+/// `watermark`, as one statement per chunk of at most [`MAX_CHUNK`] ids (a
+/// longer list would push the statement past `max_query_size`).
+pub fn get_by_ids(
+    tables: &Tables,
+    tenant: &str,
+    ids: &BTreeSet<Uuid>,
+    watermark: u64,
+) -> Result<Vec<Statement>, ReaderError> {
+    if tenant.is_empty() {
+        return Err(ReaderError::MissingTenant);
+    }
+    if ids.len() > MAX_LOOKUP_IDS {
+        return Err(ReaderError::TooManyIds {
+            requested: ids.len(),
+            max: MAX_LOOKUP_IDS,
+        });
+    }
+    let ids: Vec<Uuid> = ids.iter().copied().collect();
+    Ok(ids
+        .chunks(MAX_CHUNK)
+        .map(|chunk| {
+            let mut params = BTreeMap::new();
+            params.insert("tenant_id".to_owned(), Param::String(tenant.to_owned()));
+            params.insert("capture_ids".to_owned(), Param::Uuids(chunk.to_vec()));
+            let conditions = vec![
+                "tenant_id = {tenant_id:String}".to_owned(),
+                "capture_id IN {capture_ids:Array(UUID)}".to_owned(),
+                pinned(watermark, &mut params, tables),
+            ];
+            Statement {
+                name: "reader.get_by_ids",
+                sql: resolving_sql(tables, &conditions, ""),
+                params,
+                settings: Settings::default(),
+                expect: Expect::Rows(result_columns()),
+            }
+        })
+        .collect())
+}

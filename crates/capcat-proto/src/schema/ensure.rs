@@ -1,0 +1,218 @@
+//! `EnsureSchema`: read the system tables, judge, create, stamp.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::machine::{Failure, Input, Machine, Step};
+use crate::schema::error::SchemaError;
+use crate::schema::guard::{Diagnosis, Observed, ObservedObject, StampState, Verdict, judge};
+use crate::schema::objects::{CatalogObject, ObjectKind, create_schema, objects_by_name};
+use crate::schema::probe;
+use crate::statement::{Rows, Statement};
+use crate::tables::Tables;
+
+/// What `ensure_schema` did.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EnsureOutcome {
+    /// The catalog did not exist; every object was created and stamped.
+    Created,
+    /// An install of this build had stopped before stamping; the idempotent
+    /// DDL ran again and the catalog is now stamped.
+    Completed,
+    /// The catalog was current. These views were missing and are recreated.
+    Current {
+        /// The views recreated (empty when nothing was missing).
+        recreated_views: BTreeSet<String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum State {
+    ReadTables,
+    ReadColumns {
+        objects: BTreeMap<String, ObservedObject>,
+    },
+    ReadStamp {
+        objects: BTreeMap<String, ObservedObject>,
+        columns: BTreeMap<String, BTreeSet<String>>,
+    },
+    CountMembership {
+        observed: Observed,
+    },
+    Apply {
+        queue: VecDeque<Statement>,
+        outcome: EnsureOutcome,
+    },
+    Done(Result<EnsureOutcome, SchemaError>),
+}
+
+/// The `ensure_schema` machine.
+///
+/// Statements, in order: `schema.read_tables`, `schema.read_columns`,
+/// `schema.read_stamp` (only when the stamp table exists),
+/// `schema.count_membership` (only when every table is present and in
+/// shape), then the DDL the verdict calls for, ending with `schema.stamp`
+/// for a fresh or unfinished install. Nothing is created before the verdict,
+/// so a refused catalog is left exactly as it was found.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EnsureSchema {
+    tables: Tables,
+    state: State,
+}
+
+impl EnsureSchema {
+    /// A machine for the catalog under `tables`.
+    pub fn new(tables: Tables) -> Self {
+        Self {
+            tables,
+            state: State::ReadTables,
+        }
+    }
+
+    fn current_statement(&self) -> Option<Statement> {
+        match &self.state {
+            State::ReadTables => Some(probe::read_tables(&self.tables)),
+            State::ReadColumns { .. } => Some(probe::read_columns(&self.tables)),
+            State::ReadStamp { .. } => Some(probe::read_stamp(&self.tables)),
+            State::CountMembership { .. } => Some(probe::count_membership(&self.tables)),
+            State::Apply { queue, .. } => queue.front().cloned(),
+            State::Done(_) => None,
+        }
+    }
+
+    /// Moves on once all probes are in: judge, then act on the verdict.
+    fn decide(&mut self, observed: Observed) {
+        self.state = match judge(&self.tables, &observed) {
+            Verdict::Fresh => self.apply_all(EnsureOutcome::Created),
+            Verdict::Incomplete { .. } => self.apply_all(EnsureOutcome::Completed),
+            Verdict::Current { missing_views } => {
+                let by_name = objects_by_name(&self.tables);
+                let queue = missing_views
+                    .iter()
+                    .filter_map(|name| by_name.get(name))
+                    .filter(|o| o.kind() == ObjectKind::View)
+                    .map(|o| o.create(&self.tables))
+                    .collect();
+                State::Apply {
+                    queue,
+                    outcome: EnsureOutcome::Current {
+                        recreated_views: missing_views,
+                    },
+                }
+            }
+            Verdict::Refuse(refusal)
+                if refusal.diagnosis == Diagnosis::MembershipUncounted
+                    && observed.membership.is_none() =>
+            {
+                State::CountMembership { observed }
+            }
+            Verdict::Refuse(refusal) => State::Done(Err(SchemaError::Refused(refusal))),
+        };
+        self.finish_if_idle();
+    }
+
+    fn apply_all(&self, outcome: EnsureOutcome) -> State {
+        let mut queue: VecDeque<Statement> = create_schema(&self.tables).into();
+        queue.push_back(probe::stamp_statement(&self.tables));
+        State::Apply { queue, outcome }
+    }
+
+    fn finish_if_idle(&mut self) {
+        if let State::Apply { queue, outcome } = &self.state
+            && queue.is_empty()
+        {
+            self.state = State::Done(Ok(outcome.clone()));
+        }
+    }
+
+    fn fail(&mut self, statement: &'static str, failure: Failure) {
+        self.state = State::Done(Err(SchemaError::Statement { statement, failure }));
+    }
+
+    fn on_rows(&mut self, rows: Rows) -> Result<(), SchemaError> {
+        let state = std::mem::replace(&mut self.state, State::ReadTables);
+        self.state = match state {
+            State::ReadTables => State::ReadColumns {
+                objects: probe::parse_tables(&rows)?,
+            },
+            State::ReadColumns { objects } => {
+                let columns = probe::parse_columns(&rows)?;
+                let stamp_table = CatalogObject::SchemaVersion.name(&self.tables);
+                let stamp_is_table = objects
+                    .get(&stamp_table)
+                    .is_some_and(|o| ObjectKind::Table.matches_engine(&o.engine));
+                if stamp_is_table {
+                    State::ReadStamp { objects, columns }
+                } else {
+                    self.decide(Observed {
+                        objects,
+                        columns,
+                        stamp: StampState::Absent,
+                        membership: None,
+                    });
+                    return Ok(());
+                }
+            }
+            State::ReadStamp { objects, columns } => {
+                let stamp = probe::parse_stamp(&rows)?;
+                self.decide(Observed {
+                    objects,
+                    columns,
+                    stamp,
+                    membership: None,
+                });
+                return Ok(());
+            }
+            State::CountMembership { mut observed } => {
+                observed.membership = Some(probe::parse_membership(&rows)?);
+                self.decide(observed);
+                return Ok(());
+            }
+            State::Apply { mut queue, outcome } => {
+                queue.pop_front();
+                State::Apply { queue, outcome }
+            }
+            done @ State::Done(_) => done,
+        };
+        self.finish_if_idle();
+        Ok(())
+    }
+}
+
+impl Machine for EnsureSchema {
+    type Outcome = Result<EnsureOutcome, SchemaError>;
+
+    fn poll(&mut self) -> Step<Self::Outcome> {
+        match (&self.state, self.current_statement()) {
+            (State::Done(outcome), _) => Step::Done(outcome.clone()),
+            (_, Some(statement)) => Step::Execute(statement),
+            // `finish_if_idle` turns an Apply state with an empty queue into
+            // Done before `poll` can see it; answering with its outcome
+            // keeps this arm truthful should that ever change.
+            (State::Apply { outcome, .. }, None) => Step::Done(Ok(outcome.clone())),
+            (_, None) => Step::Done(Err(SchemaError::Malformed {
+                statement: "schema.ensure",
+                message: "the machine has no statement to run and no outcome".to_owned(),
+            })),
+        }
+    }
+
+    fn handle(&mut self, input: Input) {
+        let Some(statement) = self.current_statement() else {
+            return;
+        };
+        match input {
+            Input::Rows(rows) => {
+                if let Err(error) = self.on_rows(rows) {
+                    self.state = State::Done(Err(error));
+                }
+            }
+            Input::Failed(failure) => self.fail(statement.name, failure),
+            Input::Drawn(_) => self.fail(
+                statement.name,
+                Failure::Malformed {
+                    message: "a draw was handed to a machine that asked for a statement".to_owned(),
+                },
+            ),
+        }
+    }
+}
