@@ -1,0 +1,395 @@
+//! Transition tests of the lease machines, and the seed's lease bugs as
+//! named tests.
+
+mod common;
+
+use capcat_proto::config::{Config, Variant};
+use capcat_proto::{Input, Lease, LeaseClaim, LeaseError, Machine, Release, Step, Tables};
+use common::{LeaseLog, LeaseRow, drive, id};
+
+const TTL: u64 = 30_000_000_000;
+
+fn tables() -> Tables {
+    Tables::new("t").expect("valid prefix")
+}
+
+fn cfg() -> Config {
+    Config::default()
+}
+
+fn acquire(
+    log: &mut LeaseLog,
+    holder: &str,
+    held: Option<Lease>,
+    fresh: u128,
+) -> Result<Lease, LeaseError> {
+    let mut m = LeaseClaim::acquire(tables(), cfg(), holder.to_owned(), held, id(fresh));
+    drive(
+        &mut m,
+        |s| log.respond(s).expect("lease statement"),
+        |_| 0,
+        100,
+    )
+    .outcome
+}
+
+#[test]
+fn acquire_on_an_empty_table_claims_term_one_with_a_server_stamped_expiry() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let mut m = LeaseClaim::acquire(tables(), cfg(), "a".into(), None, id(7));
+    let run = drive(
+        &mut m,
+        |s| log.respond(s).expect("lease statement"),
+        |_| 0,
+        100,
+    );
+    assert_eq!(
+        run.names(),
+        ["lease.read_head", "lease.insert_claim", "lease.read_claims"]
+    );
+    assert_eq!(run.draws, [1], "the first claim draws from a window of one");
+    let lease = run.outcome.expect("acquired");
+    assert_eq!(
+        (lease.lease_id, lease.term, lease.expires_at_ns),
+        (id(7), 1, 1_000 + TTL)
+    );
+}
+
+#[test]
+fn a_live_foreign_lease_is_refused_naming_its_holder_and_writes_nothing() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    acquire(&mut log, "healthy", None, 1).expect("first acquire");
+    let rows_before = log.rows.clone();
+    let err = acquire(&mut log, "other", None, 2).expect_err("held");
+    assert_eq!(
+        err,
+        LeaseError::Held {
+            holder: "healthy".into(),
+            lease_id: id(1),
+            term: 1,
+            expires_at_ns: 1_000 + TTL
+        }
+    );
+    assert_eq!(log.rows, rows_before);
+}
+
+#[test]
+fn an_expired_foreign_lease_is_taken_over_with_a_fresh_lease_id() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    acquire(&mut log, "old", None, 1).expect("first acquire");
+    log.now_ns += TTL + 1;
+    let lease = acquire(&mut log, "new", None, 2).expect("takeover");
+    assert_eq!((lease.lease_id, lease.term), (id(2), 2));
+}
+
+/// Seed bug: a holder could not re-acquire its own lease (it minted a fresh
+/// lease_id, became a stranger to its own row and was refused as held by
+/// itself).
+#[test]
+fn holder_reacquire_keeps_its_lease_id_at_a_new_term() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let first = acquire(&mut log, "a", None, 1).expect("acquire");
+    log.now_ns += 5;
+    let again = acquire(&mut log, "a", Some(first.clone()), 99).expect("re-acquire by the holder");
+    assert_eq!(
+        again.lease_id, first.lease_id,
+        "the fencing identity is kept"
+    );
+    assert!(again.term > first.term);
+    assert!(again.expires_at_ns > first.expires_at_ns);
+    assert!(log.fence_admits(first.lease_id));
+}
+
+#[test]
+fn the_fresh_lease_id_variant_loses_the_fencing_identity_on_reacquire() {
+    // The rejected design, kept for the model checker: shows the test above
+    // can fail.
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let first = acquire(&mut log, "a", None, 1).expect("acquire");
+    let mut m = LeaseClaim::acquire(
+        tables(),
+        cfg().with_variant(Variant::FreshLeaseIdOnReacquire),
+        "a".into(),
+        Some(first.clone()),
+        id(99),
+    );
+    let again = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100)
+        .outcome
+        .expect("claim");
+    assert_ne!(again.lease_id, first.lease_id);
+    assert!(
+        !log.fence_admits(first.lease_id),
+        "the old token is now fenced out"
+    );
+}
+
+/// Two claimants that read the same head both claim `head + 1 + draw`.
+/// Interleaved so both append before either reads back.
+fn contend(log: &mut LeaseLog, draws: (u64, u64)) -> (LeaseClaim, LeaseClaim) {
+    let mut a = LeaseClaim::acquire(tables(), cfg(), "a".into(), None, id(1));
+    let mut b = LeaseClaim::acquire(tables(), cfg(), "b".into(), None, id(2));
+    for m in [&mut a, &mut b] {
+        let Step::Execute(head) = m.poll() else {
+            panic!("head read first")
+        };
+        m.handle(log.respond(&head).expect("head"));
+    }
+    for (m, d) in [(&mut a, draws.0), (&mut b, draws.1)] {
+        let Step::Draw { .. } = m.poll() else {
+            panic!("then a draw")
+        };
+        m.handle(Input::Drawn(d));
+        let Step::Execute(claim) = m.poll() else {
+            panic!("then the claim")
+        };
+        m.handle(log.respond(&claim).expect("claim"));
+    }
+    for m in [&mut a, &mut b] {
+        let Step::Execute(back) = m.poll() else {
+            panic!("then the read-back")
+        };
+        m.handle(log.respond(&back).expect("read-back"));
+    }
+    (a, b)
+}
+
+#[test]
+fn a_contested_term_is_abandoned_by_every_claimant() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let (mut a, mut b) = contend(&mut log, (0, 0));
+    for m in [&mut a, &mut b] {
+        match m.poll() {
+            Step::Execute(s) => assert_eq!(s.name, "lease.read_head", "both go round again"),
+            other => panic!("a contested claimant must not finish: {other:?}"),
+        }
+    }
+    // Nobody holds the contested term: a third party may take it at once.
+    let lease = acquire(&mut log, "c", None, 3).expect("contested head is takeable");
+    assert_eq!(lease.term, 2);
+}
+
+/// Seed bug: the claim retry had no jitter, so contenders that collided on
+/// `head.term + 1` collided again on every retry.
+#[test]
+fn claim_retry_without_jitter_is_fixed_retries_draw_from_a_widening_window() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let (mut a, mut b) = contend(&mut log, (0, 0));
+    let mut windows = Vec::new();
+    let mut terms = Vec::new();
+    for m in [&mut a, &mut b] {
+        let Step::Execute(head) = m.poll() else {
+            panic!()
+        };
+        m.handle(log.respond(&head).expect("head"));
+    }
+    for (m, d) in [(&mut a, 3), (&mut b, 6)] {
+        let Step::Draw { below } = m.poll() else {
+            panic!("a retry draws")
+        };
+        windows.push(below);
+        m.handle(Input::Drawn(d));
+        let Step::Execute(claim) = m.poll() else {
+            panic!()
+        };
+        terms.push(common::u64_param(&claim, "term"));
+        m.handle(log.respond(&claim).expect("claim"));
+    }
+    assert_eq!(windows, [9, 9], "attempt 1 draws from randbelow(8 * 1 + 1)");
+    assert_eq!(
+        terms,
+        [1 + 1 + 3, 1 + 1 + 6],
+        "the draw is skipped over the head term"
+    );
+    let outcomes: Vec<_> = [&mut a, &mut b]
+        .into_iter()
+        .map(|m| drive(m, |s| log.respond(s).expect("lease"), |_| 0, 100).outcome)
+        .collect();
+    assert!(
+        outcomes.iter().all(Result::is_ok),
+        "spread apart, both claims stand alone: {outcomes:?}"
+    );
+}
+
+#[test]
+fn claim_attempts_are_bounded() {
+    // Every read-back shows a second claimant at our term.
+    let cfg = cfg().with_attempts(3, 3, 3).expect("valid");
+    let mut m = LeaseClaim::acquire(tables(), cfg, "a".into(), None, id(1));
+    let run = drive(
+        &mut m,
+        |s| match s.name {
+            "lease.read_head" => common::rows(vec![]),
+            "lease.insert_claim" => common::ok(),
+            _ => common::rows(vec![
+                common::claim_row(id(1), 5),
+                common::claim_row(id(2), 5),
+            ]),
+        },
+        |below| below - 1,
+        100,
+    );
+    assert_eq!(run.draws, [1, 9, 17]);
+    assert!(
+        matches!(run.outcome, Err(LeaseError::Contested { attempts: 3, .. })),
+        "{:?}",
+        run.outcome
+    );
+}
+
+#[test]
+fn a_failed_claim_insert_is_decided_by_the_read_back() {
+    let mut m = LeaseClaim::acquire(tables(), cfg(), "a".into(), None, id(1));
+    let run = drive(
+        &mut m,
+        |s| match s.name {
+            "lease.read_head" => common::rows(vec![]),
+            "lease.insert_claim" => Input::Failed(capcat_proto::Failure::Timeout),
+            _ => common::rows(vec![common::claim_row(id(1), 5)]),
+        },
+        |_| 0,
+        100,
+    );
+    assert_eq!(run.outcome.expect("the claim landed").term, 1);
+}
+
+#[test]
+fn renew_extends_the_same_lease_by_a_whole_ttl_at_a_new_term() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let lease = acquire(&mut log, "a", None, 1).expect("acquire");
+    log.now_ns += 1_000_000_000;
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease.clone());
+    let renewed = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100)
+        .outcome
+        .expect("renewed");
+    assert_eq!(renewed.lease_id, lease.lease_id);
+    assert!(renewed.term > lease.term);
+    assert!(
+        renewed.expires_at_ns > lease.expires_at_ns,
+        "strictly later"
+    );
+    assert_eq!(
+        renewed.expires_at_ns,
+        log.now_ns + TTL,
+        "a whole TTL from the server's now"
+    );
+}
+
+#[test]
+fn renew_refuses_a_foreign_head_without_writing() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let stale = acquire(&mut log, "a", None, 1).expect("acquire");
+    log.now_ns += TTL + 1;
+    acquire(&mut log, "b", None, 2).expect("takeover");
+    let mut m = LeaseClaim::renew(tables(), cfg(), stale);
+    let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100);
+    assert_eq!(
+        run.names(),
+        ["lease.read_head"],
+        "refused client-side: no claim issued"
+    );
+    assert!(
+        matches!(run.outcome, Err(LeaseError::NotHeld { head: Some(ref h), .. }) if h.lease_id == id(2))
+    );
+}
+
+#[test]
+fn renew_refuses_an_empty_lease_table() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let lease = Lease {
+        lease_id: id(1),
+        holder: "a".into(),
+        term: 1,
+        expires_at_ns: 5,
+    };
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease);
+    let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100);
+    assert!(matches!(
+        run.outcome,
+        Err(LeaseError::NotHeld { head: None, .. })
+    ));
+}
+
+fn release(log: &mut LeaseLog, cfg: Config, lease: Lease) -> Result<(), LeaseError> {
+    let mut m = Release::new(tables(), cfg, lease);
+    let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 10);
+    assert_eq!(run.names(), ["lease.release"], "release is ONE statement");
+    run.outcome
+}
+
+#[test]
+fn release_by_the_holder_writes_a_tombstone_and_frees_the_lease() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let lease = acquire(&mut log, "a", None, 1).expect("acquire");
+    release(&mut log, cfg(), lease).expect("released");
+    assert_eq!(
+        log.head().map(|h| h.expires_at_ns),
+        Some(0),
+        "the tombstone is the head"
+    );
+    acquire(&mut log, "b", None, 2).expect("free at once, without waiting out the TTL");
+}
+
+/// Seed bug: an orderly release by a stale writer revoked a healthy
+/// holder's live lease (it wrote a tombstone above whatever head stood).
+#[test]
+fn stale_release_does_not_revoke_a_live_successor() {
+    for (variant, revoked) in [(Variant::Shipped, false), (Variant::UnfencedRelease, true)] {
+        let mut log = LeaseLog::new(&tables(), 1_000);
+        let stale = acquire(&mut log, "stale", None, 1).expect("acquire");
+        log.now_ns += TTL + 1;
+        let healthy = acquire(&mut log, "healthy", None, 2).expect("takeover");
+        release(&mut log, cfg().with_variant(variant), stale).expect("the statement ran");
+        assert_eq!(log.fence_admits(healthy.lease_id), !revoked, "{variant:?}");
+        let third = acquire(&mut log, "third", None, 3);
+        assert_eq!(third.is_ok(), revoked, "{variant:?}: {third:?}");
+    }
+}
+
+#[test]
+fn a_failed_release_keeps_the_lease() {
+    let lease = Lease {
+        lease_id: id(1),
+        holder: "a".into(),
+        term: 1,
+        expires_at_ns: 5,
+    };
+    let mut m = Release::new(tables(), cfg(), lease.clone());
+    let run = drive(
+        &mut m,
+        |_| Input::Failed(capcat_proto::Failure::Timeout),
+        |_| 0,
+        10,
+    );
+    assert!(matches!(
+        run.outcome,
+        Err(LeaseError::Statement {
+            statement: "lease.release",
+            ..
+        })
+    ));
+    assert_eq!(
+        m.lease(),
+        &lease,
+        "the caller still has its token to retry with"
+    );
+}
+
+#[test]
+fn the_head_is_ordered_by_clickhouse_uuid_collation() {
+    // Two claims at one term: the fake orders them as the server does, and
+    // either way the head term is contested, so nobody holds it.
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let low_first = uuid::Uuid::parse_str("00000000-0000-0000-ffff-ffffffffffff").expect("uuid");
+    let high_first = uuid::Uuid::parse_str("ffffffff-ffff-ffff-0000-000000000000").expect("uuid");
+    for lease_id in [high_first, low_first] {
+        log.rows.push(LeaseRow {
+            term: 4,
+            lease_id,
+            holder: "x".into(),
+            expires_at_ns: u64::MAX,
+        });
+    }
+    assert_eq!(log.head().map(|h| h.lease_id), Some(low_first));
+    let lease = acquire(&mut log, "c", None, 3).expect("a contested head is takeable");
+    assert_eq!(lease.term, 5);
+}
