@@ -1,0 +1,477 @@
+//! Transition tests of the index pass, and the seed's indexer bugs as named
+//! tests.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::error::Error as _;
+
+use capcat_proto::config::{Config, Variant};
+use capcat_proto::descriptor::Locator;
+use capcat_proto::index::{attempt_ids, sql::commit_packs};
+use capcat_proto::{
+    CaptureDescriptor, IndexError, IndexPass, IndexReport, Lease, LeaseClaim, Param, Tables, Value,
+};
+use common::{FakeCatalog, drive, id};
+
+const TTL: u64 = 30_000_000_000;
+
+fn tables() -> Tables {
+    Tables::new("t").expect("valid prefix")
+}
+
+fn desc(pack: u128, capture: u128) -> CaptureDescriptor {
+    CaptureDescriptor {
+        tenant_id: "tenant".into(),
+        experiment_id: "exp".into(),
+        run_id: "run".into(),
+        captured_at_ns: 10 + capture as u64,
+        capture_id: id(capture),
+        locator: Locator {
+            store_id: "s3".into(),
+            pack_id: id(1_000_000 + pack),
+            payload_offset: 64,
+            payload_length: 128,
+            payload_sha256: "ab".repeat(32),
+        },
+        index_version: 0,
+        tensor_name: "layer.0".into(),
+        dtype: "f32".into(),
+        shape: vec![4, 8],
+        ..CaptureDescriptor::default()
+    }
+}
+
+fn batch(packs: u128, per_pack: u128) -> Vec<CaptureDescriptor> {
+    (0..packs)
+        .flat_map(|p| (0..per_pack).map(move |c| desc(p, p * 10_000 + c)))
+        .collect()
+}
+
+fn catalog_with_lease() -> (FakeCatalog, Lease) {
+    let mut cat = FakeCatalog::new(&tables(), 1_000);
+    let mut m = LeaseClaim::acquire(tables(), Config::default(), "a".into(), None, id(1));
+    let lease = drive(&mut m, |s| cat.respond(s), |_| 0, 100)
+        .outcome
+        .expect("acquired");
+    (cat, lease)
+}
+
+const SEED: uuid::Uuid = uuid::Uuid::from_u128(0xfeed_0000_0000_0000_0000_0000_0000_0000);
+
+#[test]
+fn an_index_pass_writes_descriptors_then_publishes_then_records_the_inventory() {
+    let (mut cat, lease) = catalog_with_lease();
+    let mut m = IndexPass::new(tables(), Config::default(), lease, batch(2, 3), SEED);
+    let run = drive(&mut m, |s| cat.respond(s), |_| 0, 1_000);
+    let (claim_id, publish_id) = attempt_ids(SEED, 0);
+    assert_ne!(claim_id, publish_id, "a publish id is never a claim id");
+    let IndexReport::Indexed {
+        version,
+        publish_id: won,
+        packs,
+        descriptors,
+        attempts,
+        ..
+    } = run.outcome.clone().expect("indexed")
+    else {
+        panic!("expected Indexed")
+    };
+    assert_eq!((version, won, descriptors, attempts), (1, publish_id, 6, 1));
+    assert_eq!(packs.len(), 2);
+    assert_eq!(
+        run.names(),
+        [
+            "index.read_committed",
+            "allocate.read_head",
+            "allocate.insert_claim",
+            "allocate.read_claims",
+            "index.insert_descriptors",
+            "lease.read_head",
+            "lease.insert_claim",
+            "lease.read_claims",
+            "publish.insert_manifest",
+            "publish.insert_watermark",
+            "publish.read_publish_ids",
+            "index.insert_inventory",
+        ]
+    );
+    assert!(cat.descriptors.iter().all(|d| d.index_version == 1));
+    assert!(cat.inventory.iter().all(|i| i.2 == 1 && i.3 == publish_id));
+    assert_eq!(cat.visible_packs(), packs);
+    assert!(m.lease().term > 1, "the pass hands back the renewed lease");
+}
+
+/// Seed bug: a batch whose packs were all already committed still allocated
+/// and published, so overlapping indexer and reconciler runs were not benign.
+#[test]
+fn no_op_batch_writes_nothing() {
+    let (mut cat, lease) = catalog_with_lease();
+    let first = drive(
+        &mut IndexPass::new(
+            tables(),
+            Config::default(),
+            lease.clone(),
+            batch(2, 2),
+            SEED,
+        ),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    assert!(matches!(first.outcome, Ok(IndexReport::Indexed { .. })));
+    let before = (
+        cat.claims.len(),
+        cat.watermark.len(),
+        cat.manifest.len(),
+        cat.inventory.len(),
+        cat.descriptors.len(),
+    );
+    let again = drive(
+        &mut IndexPass::new(
+            tables(),
+            Config::default(),
+            lease,
+            batch(2, 2),
+            uuid::Uuid::from_u128(9),
+        ),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    assert_eq!(again.names(), ["index.read_committed"], "reads only");
+    assert!(
+        matches!(again.outcome, Ok(IndexReport::NothingToDo { ref skipped }) if skipped.len() == 2)
+    );
+    let after = (
+        cat.claims.len(),
+        cat.watermark.len(),
+        cat.manifest.len(),
+        cat.inventory.len(),
+        cat.descriptors.len(),
+    );
+    assert_eq!(before, after);
+}
+
+#[test]
+fn an_empty_batch_issues_nothing() {
+    let lease = Lease {
+        lease_id: id(1),
+        holder: "a".into(),
+        term: 1,
+        expires_at_ns: 1,
+    };
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, Vec::new(), SEED),
+        |_| panic!("no statement"),
+        |_| 0,
+        10,
+    );
+    assert_eq!(
+        run.outcome,
+        Ok(IndexReport::NothingToDo {
+            skipped: BTreeSet::new()
+        })
+    );
+}
+
+#[test]
+fn a_partly_committed_batch_publishes_only_the_new_packs() {
+    let (mut cat, lease) = catalog_with_lease();
+    drive(
+        &mut IndexPass::new(
+            tables(),
+            Config::default(),
+            lease.clone(),
+            batch(1, 2),
+            SEED,
+        ),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    let run = drive(
+        &mut IndexPass::new(
+            tables(),
+            Config::default(),
+            lease,
+            batch(3, 2),
+            uuid::Uuid::from_u128(9),
+        ),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    match run.outcome {
+        Ok(IndexReport::Indexed {
+            packs,
+            skipped,
+            descriptors,
+            ..
+        }) => {
+            assert_eq!((packs.len(), skipped.len(), descriptors), (2, 1, 4));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Seed bug: descriptors kept the version they were first written with, so
+/// after a lost race argMax supersession could prefer an earlier publish.
+#[test]
+fn a_lost_race_reallocates_and_rewrites_descriptors_at_the_new_version() {
+    let (mut cat, lease) = catalog_with_lease();
+    let mut raced = false;
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 2), SEED),
+        |s| {
+            if s.name == "publish.insert_manifest" && !raced {
+                // Another publisher publishes at our version first.
+                raced = true;
+                let v = common::u64_param(s, "index_version");
+                cat.watermark.push((v, id(777)));
+            }
+            cat.respond(s)
+        },
+        |_| 0,
+        1_000,
+    );
+    let Ok(IndexReport::Indexed {
+        version,
+        attempts,
+        publish_id,
+        ..
+    }) = run.outcome
+    else {
+        panic!("{:?}", run.outcome)
+    };
+    assert_eq!((version, attempts), (2, 2));
+    assert_eq!(
+        publish_id,
+        attempt_ids(SEED, 1).1,
+        "a fresh publish id per attempt"
+    );
+    let versions: Vec<u64> = cat.descriptors.iter().map(|d| d.index_version).collect();
+    assert_eq!(
+        versions,
+        [1, 1, 2, 2],
+        "rewritten at the re-allocated version"
+    );
+    assert_eq!(run.named("allocate.insert_claim").len(), 2);
+}
+
+fn always_losing(cat: &mut FakeCatalog, s: &capcat_proto::Statement) -> capcat_proto::Input {
+    match s.name {
+        // Someone is always one version ahead at publish time.
+        "publish.insert_manifest" | "publish.insert_watermark" => {
+            let v = common::u64_param(s, "index_version");
+            if !cat.watermark.iter().any(|w| w.0 == v) {
+                cat.watermark.push((v, id(777)));
+            }
+            cat.respond(s)
+        }
+        _ => cat.respond(s),
+    }
+}
+
+/// Seed bug: retry exhaustion raised a bare RuntimeError outside the error
+/// taxonomy and lost the race that caused it.
+#[test]
+fn exhausted_chains_the_last_race() {
+    let (mut cat, lease) = catalog_with_lease();
+    let cfg = Config::default().with_attempts(8, 8, 3).expect("valid");
+    let run = drive(
+        &mut IndexPass::new(tables(), cfg, lease, batch(1, 1), SEED),
+        |s| always_losing(&mut cat, s),
+        |_| 0,
+        1_000,
+    );
+    let err = run.outcome.clone().expect_err("exhausted");
+    let IndexError::Exhausted { attempts, ref last } = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(attempts, 3);
+    assert_eq!(last.version, 3, "the LAST race, not the first");
+    assert_eq!(last.publish_id, attempt_ids(SEED, 2).1);
+    let source = err.source().expect("chained").to_string();
+    assert!(source.contains("lost the race for version 3"), "{source}");
+    assert!(cat.inventory.is_empty());
+    assert_eq!(run.named("publish.read_publish_ids").len(), 3, "bounded");
+}
+
+#[test]
+fn conflict_records_the_inventory_before_it_surfaces() {
+    let (mut cat, lease) = catalog_with_lease();
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(2, 1), SEED),
+        |s| match s.name {
+            "publish.read_publish_ids" => {
+                let mine = common::uuid_row(attempt_ids(SEED, 0).1);
+                common::rows(vec![mine, common::uuid_row(id(777))])
+            }
+            _ => cat.respond(s),
+        },
+        |_| 0,
+        1_000,
+    );
+    assert!(
+        matches!(run.outcome, Err(IndexError::Conflict { foreign, ref packs, .. }) if foreign == id(777) && packs.len() == 2),
+        "{:?}",
+        run.outcome
+    );
+    assert_eq!(run.names().last(), Some(&"index.insert_inventory"));
+    assert_eq!(
+        cat.inventory.len(),
+        2,
+        "visible packs are recorded, never republished"
+    );
+}
+
+/// Seed mutation: the indexer swallowed a lost lease the way it swallows a
+/// lost version race, burning every attempt and burying the holder's name.
+#[test]
+fn lease_lost_is_never_swallowed() {
+    let (mut cat, lease) = catalog_with_lease();
+    cat.lease.now_ns += TTL + 1;
+    let mut b = LeaseClaim::acquire(tables(), Config::default(), "b".into(), None, id(2));
+    drive(&mut b, |s| cat.respond(s), |_| 0, 100)
+        .outcome
+        .expect("takeover");
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    assert!(
+        matches!(run.outcome, Err(IndexError::LeaseLost { head: Some(ref h), .. }) if h.holder == "b"),
+        "{:?}",
+        run.outcome
+    );
+    assert_eq!(
+        run.named("allocate.insert_claim").len(),
+        1,
+        "one attempt, no retry"
+    );
+    assert!(cat.inventory.is_empty() && cat.watermark.is_empty());
+}
+
+#[test]
+fn a_failed_watermark_leaves_the_packs_out_of_the_inventory() {
+    let (mut cat, lease) = catalog_with_lease();
+    cat.fail_next.push("publish.insert_watermark");
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    assert!(
+        matches!(run.outcome, Err(IndexError::Publish(_))),
+        "{:?}",
+        run.outcome
+    );
+    assert!(cat.inventory.is_empty());
+}
+
+/// `InventoryOnlyAfterPublish`: the rejected order records packs that no
+/// snapshot holds when the publish then fails.
+#[test]
+fn inventory_before_publish_variant_records_invisible_packs() {
+    for (variant, recorded) in [
+        (Variant::Shipped, false),
+        (Variant::InventoryBeforePublish, true),
+    ] {
+        let (mut cat, lease) = catalog_with_lease();
+        cat.fail_next.push("publish.insert_watermark");
+        drive(
+            &mut IndexPass::new(
+                tables(),
+                Config::default().with_variant(variant),
+                lease,
+                batch(1, 1),
+                SEED,
+            ),
+            |s| cat.respond(s),
+            |_| 0,
+            1_000,
+        );
+        assert_eq!(!cat.inventory.is_empty(), recorded, "{variant:?}");
+        assert!(cat.visible_packs().is_empty());
+    }
+}
+
+/// Seed bug: manifest members and identity lists went in one statement and
+/// overran `max_query_size` on large batches.
+#[test]
+fn chunking_at_1000_for_identities_manifest_inventory_and_descriptors() {
+    let (mut cat, lease) = catalog_with_lease();
+    let mut descriptors = batch(1_500, 1);
+    descriptors.extend((0..1_000).map(|c| desc(0, 50_000 + c)));
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, descriptors, SEED),
+        |s| cat.respond(s),
+        |_| 0,
+        10_000,
+    );
+    assert!(
+        matches!(
+            run.outcome,
+            Ok(IndexReport::Indexed {
+                descriptors: 2_500,
+                ..
+            })
+        ),
+        "{:?}",
+        run.outcome
+    );
+    let sizes = |name: &str| -> Vec<usize> {
+        run.named(name)
+            .iter()
+            .map(|s| match (s.params.get("packs"), s.params.get("rows")) {
+                (Some(Param::StorePacks(p)), _) => p.len(),
+                (_, Some(Param::Descriptors(d))) => d.len(),
+                _ => 0,
+            })
+            .collect()
+    };
+    assert_eq!(sizes("index.read_committed"), [1_000, 500]);
+    assert_eq!(sizes("index.insert_descriptors"), [1_000, 1_000, 500]);
+    assert_eq!(sizes("publish.insert_manifest"), [1_000, 500]);
+    assert_eq!(sizes("index.insert_inventory"), [1_000, 500]);
+}
+
+/// Seed mutation: `commit_packs(index_version=0)` was accepted and marked
+/// packs committed that no snapshot holds.
+#[test]
+fn commit_at_version_0_refused() {
+    let packs = vec![("s3".to_owned(), id(5))];
+    assert_eq!(
+        commit_packs(&tables(), 0, id(9), packs.clone()),
+        Err(IndexError::CommitAtVersionZero)
+    );
+    let stmt = commit_packs(&tables(), 4, id(9), packs).expect("version 4 is fine");
+    assert_eq!(common::u64_param(&stmt, "index_version"), 4);
+}
+
+#[test]
+fn the_committed_read_decodes_rows_strictly() {
+    let lease = Lease {
+        lease_id: id(1),
+        holder: "a".into(),
+        term: 1,
+        expires_at_ns: 1,
+    };
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),
+        |_| common::rows(vec![vec![Value::UInt64(1)]]),
+        |_| 0,
+        10,
+    );
+    assert!(matches!(
+        run.outcome,
+        Err(IndexError::Malformed {
+            statement: "index.read_committed",
+            ..
+        })
+    ));
+}
