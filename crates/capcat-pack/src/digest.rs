@@ -1,0 +1,93 @@
+//! SHA-256 digests as they appear in packs, locators and manifests.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest as _, Sha256};
+
+use crate::error::PackError;
+
+/// A SHA-256 digest. Displayed, serialized and parsed as 64 lowercase hex
+/// digits (upper case is refused so that one digest has one spelling).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256Digest(pub [u8; 32]);
+
+impl Sha256Digest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Sha256Digest(Sha256::digest(bytes).into())
+    }
+
+    /// The 64 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl fmt::Display for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Sha256Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256Digest({})", self.to_hex())
+    }
+}
+
+impl FromStr for Sha256Digest {
+    type Err = PackError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let invalid = || PackError::InvalidDigest {
+            found: s.chars().take(80).collect(),
+        };
+        let canonical = s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !canonical {
+            return Err(invalid());
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(s, &mut out).map_err(|_| invalid())?;
+        Ok(Sha256Digest(out))
+    }
+}
+
+impl Serialize for Sha256Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256Digest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_vector_and_hex_round_trip() {
+        let empty = Sha256Digest::of(b"");
+        assert_eq!(
+            empty.to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(empty.to_hex().parse::<Sha256Digest>().expect("hex"), empty);
+    }
+
+    #[test]
+    fn non_canonical_hex_is_refused() {
+        let upper = "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855";
+        assert!(upper.parse::<Sha256Digest>().is_err());
+        assert!("abc".parse::<Sha256Digest>().is_err());
+        assert!("zz".repeat(32).parse::<Sha256Digest>().is_err());
+    }
+}

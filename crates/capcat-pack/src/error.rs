@@ -1,0 +1,293 @@
+//! The one error type of the pack format.
+
+use uuid::Uuid;
+
+use crate::digest::Sha256Digest;
+use crate::dtype::Dtype;
+
+/// Everything that can go wrong writing, reading or hydrating a pack.
+///
+/// Every malformed input maps to a variant here; the reader never panics on
+/// bytes it did not write. Variants carry what an operator needs to find the
+/// bad record: its index, capture id, the offsets and digests involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackError {
+    /// The input ended before a part the format requires.
+    #[error("truncated pack: {what} needs {needed} bytes but only {available} are present")]
+    Truncated {
+        /// The part that could not be read.
+        what: &'static str,
+        /// Bytes the part needs.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// The 8-byte header length points past the end of the input.
+    #[error("header length {header_len} points past the end of a {file_len}-byte pack")]
+    HeaderLengthPastEnd {
+        /// The header length the first 8 bytes declare.
+        header_len: u64,
+        /// The length of the whole input.
+        file_len: u64,
+    },
+    /// The header is larger than the format allows.
+    #[error("header of {header_len} bytes exceeds the {limit}-byte limit")]
+    HeaderTooLarge {
+        /// The header length.
+        header_len: u64,
+        /// The limit ([`crate::MAX_HEADER_BYTES`]).
+        limit: u64,
+    },
+    /// The header is not UTF-8 JSON, or not a JSON object.
+    #[error("header is not a JSON object: {reason}")]
+    HeaderNotJson {
+        /// What the parser said.
+        reason: String,
+    },
+    /// The header is JSON but its shape is not a safetensors header (an
+    /// entry without `dtype`, `shape` or `data_offsets`, a non-string
+    /// metadata value, ...).
+    #[error("malformed header entry `{key}`: {reason}")]
+    MalformedHeader {
+        /// The header key of the bad entry.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The header carries no Capcat descriptor (`__metadata__.capcat`): the
+    /// file may be a safetensors file, but it is not a pack.
+    #[error("not a Capcat pack: the header has no `__metadata__.capcat` descriptor")]
+    MissingDescriptor,
+    /// The descriptor envelope or the descriptor is not the documented JSON.
+    #[error("malformed descriptor: {reason}")]
+    MalformedDescriptor {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The pack declares a format version this build cannot read.
+    #[error("unsupported pack format version {found} (this build reads version {supported})")]
+    UnsupportedFormatVersion {
+        /// The version the pack declares.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The descriptor's bytes do not hash to the digest the envelope holds.
+    #[error(
+        "descriptor checksum mismatch: envelope says {expected}, descriptor hashes to {actual}"
+    )]
+    DescriptorChecksumMismatch {
+        /// The digest in the envelope.
+        expected: Sha256Digest,
+        /// The digest of the descriptor bytes.
+        actual: Sha256Digest,
+    },
+    /// A dtype string this format does not know.
+    #[error("unknown dtype `{found}`")]
+    UnknownDtype {
+        /// The string found.
+        found: String,
+    },
+    /// A digest string is not 64 lowercase hex digits.
+    #[error("invalid SHA-256 digest `{found}`: expected 64 lowercase hex digits")]
+    InvalidDigest {
+        /// The string found (at most 80 characters of it).
+        found: String,
+    },
+    /// A tensor's byte range ends before it starts or past the data section.
+    #[error(
+        "tensor `{key}` has data offsets [{begin}, {end}) outside the {data_len}-byte data section"
+    )]
+    OffsetOutOfRange {
+        /// The header key of the tensor.
+        key: String,
+        /// Declared start.
+        begin: u64,
+        /// Declared end.
+        end: u64,
+        /// Length of the data section.
+        data_len: u64,
+    },
+    /// Two tensors' byte ranges overlap, or leave a gap (safetensors
+    /// requires the ranges to tile the data section exactly).
+    #[error(
+        "tensor `{key}` starts at {begin} but the previous tensor ends at {previous_end}: ranges overlap or leave a gap"
+    )]
+    OffsetsNotContiguous {
+        /// The header key of the tensor.
+        key: String,
+        /// Its declared start.
+        begin: u64,
+        /// The end of the tensor before it in offset order.
+        previous_end: u64,
+    },
+    /// The tensors' byte ranges do not cover the data section to its end.
+    #[error("the tensors cover {covered} bytes but the data section has {data_len}")]
+    DataSectionNotCovered {
+        /// Bytes covered by the tensors.
+        covered: u64,
+        /// Bytes in the data section.
+        data_len: u64,
+    },
+    /// A dtype, a shape and a byte length disagree.
+    #[error(
+        "{context}: dtype {dtype} and shape {shape:?} need {expected:?} bytes but {actual} are given"
+    )]
+    ShapeMismatch {
+        /// Which tensor or record.
+        context: String,
+        /// The dtype.
+        dtype: Dtype,
+        /// The shape.
+        shape: Vec<u64>,
+        /// The bytes dtype and shape need (`None` when that overflows).
+        expected: Option<u64>,
+        /// The bytes present.
+        actual: u64,
+    },
+    /// The safetensors entry of a record disagrees with the descriptor.
+    #[error(
+        "record {index}: the safetensors entry says {field} = {entry} but the descriptor says {descriptor}"
+    )]
+    EntryDisagrees {
+        /// The record index.
+        index: usize,
+        /// The field that disagrees (`dtype` or `shape`).
+        field: &'static str,
+        /// The value in the safetensors entry.
+        entry: String,
+        /// The value in the descriptor.
+        descriptor: String,
+    },
+    /// The descriptor lists a record whose tensor is absent from the header.
+    #[error("record {index}: tensor `{key}` is missing from the header")]
+    MissingTensor {
+        /// The record index.
+        index: usize,
+        /// The tensor key it should have.
+        key: String,
+    },
+    /// The header holds a tensor the descriptor does not list.
+    #[error("tensor `{key}` is not described by the descriptor")]
+    UnexpectedTensor {
+        /// The tensor key.
+        key: String,
+    },
+    /// A payload does not hash to the digest the descriptor or locator holds.
+    #[error(
+        "record {index} (capture {capture_id}): payload checksum mismatch: expected {expected}, got {actual}"
+    )]
+    PayloadChecksumMismatch {
+        /// The record index.
+        index: usize,
+        /// The record's capture id.
+        capture_id: Uuid,
+        /// The recorded digest.
+        expected: Sha256Digest,
+        /// The digest of the bytes read.
+        actual: Sha256Digest,
+    },
+    /// The whole pack does not hash to the digest the caller expected.
+    #[error("pack checksum mismatch: expected {expected}, got {actual}")]
+    PackChecksumMismatch {
+        /// The digest the caller holds (catalog, store metadata).
+        expected: Sha256Digest,
+        /// The digest of the bytes read.
+        actual: Sha256Digest,
+    },
+    /// A `BOOL` payload holds a byte other than 0 or 1.
+    #[error("{context}: BOOL element {position} is byte {byte}, not 0 or 1")]
+    InvalidBool {
+        /// Which tensor or record.
+        context: String,
+        /// The element position.
+        position: usize,
+        /// The byte found.
+        byte: u8,
+    },
+    /// Appending would exceed the pack's record limit.
+    #[error("pack is full: it already holds {limit} records, the limit")]
+    TooManyRecords {
+        /// The limit.
+        limit: usize,
+    },
+    /// Appending would exceed the pack's payload byte limit.
+    #[error("pack is full: {attempted} payload bytes would exceed the {limit}-byte limit")]
+    TooManyBytes {
+        /// The limit.
+        limit: u64,
+        /// Payload bytes the pack would hold after the append.
+        attempted: u64,
+    },
+    /// Limits outside what the format supports.
+    #[error("invalid pack limits: {reason}")]
+    InvalidLimits {
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two records in one pack share a capture identity.
+    #[error("tenant `{tenant_id}` capture {capture_id} appears twice in one pack")]
+    DuplicateCapture {
+        /// The tenant.
+        tenant_id: String,
+        /// The capture id.
+        capture_id: Uuid,
+    },
+    /// A record index past the end of the pack.
+    #[error("record index {index} is out of range: the pack holds {count} records")]
+    RecordIndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// Records in the pack.
+        count: usize,
+    },
+    /// Values of one dtype were supplied or asked for where another is
+    /// recorded.
+    #[error("{context}: dtype mismatch: the record says {recorded}, the values are {given}")]
+    DtypeMismatch {
+        /// Which record.
+        context: String,
+        /// The dtype the metadata records.
+        recorded: Dtype,
+        /// The dtype of the values.
+        given: Dtype,
+    },
+    /// The range read behind a hydration failed.
+    #[error("range read of {length} bytes at offset {offset} failed: {source}")]
+    RangeRead {
+        /// The offset asked for.
+        offset: u64,
+        /// The length asked for.
+        length: u64,
+        /// The store's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The range read returned a different number of bytes than asked for.
+    #[error("range read at offset {offset} returned {actual} bytes, expected {expected}")]
+    RangeReadLength {
+        /// The offset asked for.
+        offset: u64,
+        /// Bytes asked for.
+        expected: u64,
+        /// Bytes returned.
+        actual: u64,
+    },
+    /// Reading a pack file failed.
+    #[error("cannot read pack file {path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `safetensors` crate refused a file this crate accepted or built:
+    /// a bug in one of the two, reported rather than hidden.
+    #[error("safetensors refused the pack: {reason}")]
+    Safetensors {
+        /// What safetensors said.
+        reason: String,
+    },
+}

@@ -1,0 +1,382 @@
+//! Tensor summary, version 2: the statistics the catalog and the golden
+//! manifest record for each payload.
+//!
+//! Which statistics are exact, and why:
+//! - `minimum`, `maximum` and `abs_max` select an element; they combine
+//!   nothing, so they can be exact. For integer dtypes (and `U8`, `BOOL`)
+//!   they are integers ([`SummaryScalar::Int`], an `i128`): the seed system
+//!   widened int64 to float64 first and reported `2^63-2` and `2^63-1` as the
+//!   same float, a value neither element equals. `abs_max` of `i64::MIN` is
+//!   `2^63`, which no `i64` holds, hence `i128`. For float dtypes they are
+//!   `f64` ([`SummaryScalar::Float`]); every f16/bf16/f32 value converts to
+//!   `f64` exactly.
+//! - `mean` and `l2_norm` combine elements, so they are `f64` and
+//!   approximate. For integer dtypes the sum behind `mean` is exact (`i128`)
+//!   and rounded once; the squares behind `l2_norm` are summed in `f64`, so
+//!   the norm of large integers is approximate.
+//! - `zero_fraction` is a ratio, an `f64`.
+//! - For float dtypes, NaN and infinities are counted and excluded from every
+//!   other statistic, so each statistic is a finite number or absent. `-0.0`
+//!   counts as a zero.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::Dtype;
+use crate::error::PackError;
+use crate::values::TensorValues;
+
+/// The summary version: 2 since order statistics of integer dtypes became
+/// exact integers.
+pub const SUMMARY_VERSION: u32 = 2;
+
+/// An order statistic: an exact integer for integer dtypes, an `f64` for
+/// float dtypes. In JSON an `Int` is written without a fraction (`1`) and a
+/// `Float` always with one (`1.0`), so the type survives a round trip.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SummaryScalar {
+    /// The exact value of an integer element (or `2^63` for the `abs_max`
+    /// of `i64::MIN`).
+    Int(i128),
+    /// The value of a float element, widened to `f64` exactly.
+    Float(f64),
+}
+
+impl SummaryScalar {
+    /// The value as an `f64` (rounded for integers beyond 2^53), for a
+    /// consumer such as a `Float64` catalog column.
+    #[expect(clippy::cast_precision_loss, reason = "documented as rounding")]
+    pub fn as_f64(self) -> f64 {
+        match self {
+            SummaryScalar::Int(v) => v as f64,
+            SummaryScalar::Float(v) => v,
+        }
+    }
+}
+
+/// By hand rather than `#[serde(untagged)]`: serde's untagged buffering has
+/// no 128-bit integers and would turn `2^63` into a float, the very loss this
+/// type exists to prevent. The JSON token decides the variant.
+impl<'de> Deserialize<'de> for SummaryScalar {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl serde::de::Visitor<'_> for ScalarVisitor {
+            type Value = SummaryScalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an integer or a float")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SummaryScalar, E> {
+                Ok(SummaryScalar::Int(i128::from(v)))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SummaryScalar, E> {
+                Ok(SummaryScalar::Int(i128::from(v)))
+            }
+            fn visit_i128<E: serde::de::Error>(self, v: i128) -> Result<SummaryScalar, E> {
+                Ok(SummaryScalar::Int(v))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SummaryScalar, E> {
+                Ok(SummaryScalar::Float(v))
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// The statistics of one tensor. See the module documentation for which are
+/// exact.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorSummary {
+    /// Always [`SUMMARY_VERSION`] when computed by this build.
+    pub summary_version: u32,
+    /// The dtype summarised.
+    pub dtype: Dtype,
+    /// Number of elements.
+    pub element_count: u64,
+    /// Smallest element (finite elements for floats); absent when there is
+    /// none.
+    pub minimum: Option<SummaryScalar>,
+    /// Largest element (finite elements for floats); absent when there is
+    /// none.
+    pub maximum: Option<SummaryScalar>,
+    /// Largest magnitude: `max(|minimum|, |maximum|)`.
+    pub abs_max: Option<SummaryScalar>,
+    /// Arithmetic mean (finite elements for floats); absent when there is
+    /// none. Approximate.
+    pub mean: Option<f64>,
+    /// Euclidean norm (finite elements for floats); 0.0 for an empty tensor.
+    /// Approximate; `+inf` only when the true norm exceeds `f64::MAX`.
+    pub l2_norm: f64,
+    /// Fraction of all elements equal to zero; absent for an empty tensor.
+    pub zero_fraction: Option<f64>,
+    /// NaN elements (always 0 for integer dtypes).
+    pub nan_count: u64,
+    /// `+inf` elements (always 0 for integer dtypes).
+    pub pos_inf_count: u64,
+    /// `-inf` elements (always 0 for integer dtypes).
+    pub neg_inf_count: u64,
+}
+
+impl TensorSummary {
+    /// Summarises little-endian `bytes` of `dtype`.
+    pub fn of_payload(dtype: Dtype, bytes: &[u8]) -> Result<Self, PackError> {
+        Ok(Self::of_values(&TensorValues::from_le_bytes(
+            dtype, bytes, "summary",
+        )?))
+    }
+
+    /// Summarises decoded values.
+    pub fn of_values(values: &TensorValues) -> Self {
+        let dtype = values.dtype();
+        match values {
+            TensorValues::F64(v) => floats(dtype, v.iter().copied()),
+            TensorValues::F32(v) => floats(dtype, v.iter().map(|&x| f64::from(x))),
+            TensorValues::F16(v) => floats(dtype, v.iter().map(|x| x.to_f64())),
+            TensorValues::BF16(v) => floats(dtype, v.iter().map(|x| x.to_f64())),
+            TensorValues::I64(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+            TensorValues::I32(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+            TensorValues::I16(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+            TensorValues::I8(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+            TensorValues::U8(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+            TensorValues::Bool(v) => integers(dtype, v.iter().map(|&x| i128::from(x))),
+        }
+    }
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "mean and l2_norm are documented approximations"
+)]
+fn ratio(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+/// Integer dtypes: order statistics and the sum are exact in `i128`
+/// (|x| <= 2^63 and at most 2^63 elements keep the sum below 2^127).
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "mean and l2_norm are documented approximations"
+)]
+fn integers(dtype: Dtype, values: impl Iterator<Item = i128>) -> TensorSummary {
+    let mut count = 0u64;
+    let mut zeros = 0u64;
+    let mut sum = 0i128;
+    let mut squares = 0f64;
+    let mut range: Option<(i128, i128)> = None;
+    for x in values {
+        count += 1;
+        zeros += u64::from(x == 0);
+        sum += x;
+        let xf = x as f64;
+        squares += xf * xf;
+        range = Some(range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+    }
+    TensorSummary {
+        summary_version: SUMMARY_VERSION,
+        dtype,
+        element_count: count,
+        minimum: range.map(|(lo, _)| SummaryScalar::Int(lo)),
+        maximum: range.map(|(_, hi)| SummaryScalar::Int(hi)),
+        abs_max: range.map(|(lo, hi)| SummaryScalar::Int(lo.abs().max(hi.abs()))),
+        mean: (count > 0).then(|| sum as f64 / count as f64),
+        l2_norm: squares.sqrt(),
+        zero_fraction: ratio(zeros, count),
+        nan_count: 0,
+        pos_inf_count: 0,
+        neg_inf_count: 0,
+    }
+}
+
+/// Float dtypes: non-finite elements are counted and set aside; the rest
+/// are summarised in `f64`.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "mean and l2_norm are documented approximations"
+)]
+fn floats(dtype: Dtype, values: impl Iterator<Item = f64> + Clone) -> TensorSummary {
+    let mut count = 0u64;
+    let mut finite = 0u64;
+    let mut zeros = 0u64;
+    let (mut nan, mut pos_inf, mut neg_inf) = (0u64, 0u64, 0u64);
+    let mut sum = 0f64;
+    let mut squares = 0f64;
+    let mut range: Option<(f64, f64)> = None;
+    for x in values.clone() {
+        count += 1;
+        if x.is_nan() {
+            nan += 1;
+            continue;
+        }
+        if x.is_infinite() {
+            if x > 0.0 {
+                pos_inf += 1;
+            } else {
+                neg_inf += 1;
+            }
+            continue;
+        }
+        finite += 1;
+        zeros += u64::from(x == 0.0);
+        sum += x;
+        squares += x * x;
+        range = Some(range.map_or((x, x), |(lo, hi)| {
+            (if x < lo { x } else { lo }, if x > hi { x } else { hi })
+        }));
+    }
+    let abs_max = range.map(|(lo, hi)| lo.abs().max(hi.abs()));
+    let finite_values = || values.clone().filter(|x| x.is_finite());
+    // The plain sums overflow only for elements near f64::MAX; then the
+    // statistic is recomputed scaled, so it stays finite whenever it can be.
+    let mean = (finite > 0).then(|| {
+        if sum.is_finite() {
+            sum / finite as f64
+        } else {
+            finite_values().map(|x| x / finite as f64).sum()
+        }
+    });
+    let l2_norm = match abs_max {
+        Some(scale) if !squares.is_finite() || (squares == 0.0 && scale > 0.0) => {
+            let scaled: f64 = finite_values().map(|x| (x / scale) * (x / scale)).sum();
+            scaled.sqrt() * scale
+        }
+        _ => squares.sqrt(),
+    };
+    TensorSummary {
+        summary_version: SUMMARY_VERSION,
+        dtype,
+        element_count: count,
+        minimum: range.map(|(lo, _)| SummaryScalar::Float(lo)),
+        maximum: range.map(|(_, hi)| SummaryScalar::Float(hi)),
+        abs_max: abs_max.map(SummaryScalar::Float),
+        mean,
+        l2_norm,
+        zero_fraction: ratio(zeros, count),
+        nan_count: nan,
+        pos_inf_count: pos_inf,
+        neg_inf_count: neg_inf,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use half::{bf16, f16};
+
+    use super::*;
+
+    /// The seed's int64 case: widening to float64 first reported 2^63-2 and
+    /// 2^63-1 as the same 9.223372036854776e18. Both must stay distinct and
+    /// exact.
+    #[test]
+    fn seed_int64_extremes_near_2_pow_63_stay_exact_and_distinct() {
+        let summary = TensorSummary::of_values(&TensorValues::I64(vec![i64::MAX - 1, i64::MAX]));
+        assert_eq!(
+            summary.minimum,
+            Some(SummaryScalar::Int(i128::from(i64::MAX - 1)))
+        );
+        assert_eq!(
+            summary.maximum,
+            Some(SummaryScalar::Int(i128::from(i64::MAX)))
+        );
+        assert_ne!(summary.minimum, summary.maximum);
+        assert_eq!(
+            summary.abs_max,
+            Some(SummaryScalar::Int(i128::from(i64::MAX)))
+        );
+    }
+
+    #[test]
+    fn abs_max_of_i64_min_is_2_pow_63() {
+        let summary = TensorSummary::of_values(&TensorValues::I64(vec![i64::MIN, i64::MIN]));
+        assert_eq!(summary.abs_max, Some(SummaryScalar::Int(1i128 << 63)));
+        assert_eq!(
+            summary.minimum,
+            Some(SummaryScalar::Int(i128::from(i64::MIN)))
+        );
+        assert_eq!(summary.mean, Some(-(2f64.powi(63))));
+    }
+
+    #[test]
+    fn integer_order_statistics_serialize_as_json_integers_and_floats_as_floats() {
+        let ints = TensorSummary::of_values(&TensorValues::U8(vec![1, 1]));
+        let json = serde_json::to_value(&ints).expect("serializable");
+        assert_eq!(json["minimum"], serde_json::json!(1));
+        assert_ne!(json["minimum"], serde_json::json!(1.0));
+        let floats = TensorSummary::of_values(&TensorValues::F32(vec![1.0, 1.0]));
+        let json = serde_json::to_value(&floats).expect("serializable");
+        assert_eq!(json["minimum"], serde_json::json!(1.0));
+        assert_ne!(json["minimum"], serde_json::json!(1));
+        // 2^63 survives a JSON round trip as an exact integer.
+        let big = TensorSummary::of_values(&TensorValues::I64(vec![i64::MIN]));
+        let text = serde_json::to_string(&big).expect("serializable");
+        assert!(text.contains("\"abs_max\":9223372036854775808"), "{text}");
+        let back: TensorSummary = serde_json::from_str(&text).expect("parses");
+        assert_eq!(back, big);
+    }
+
+    #[test]
+    fn floats_count_non_finite_and_exclude_them() {
+        let values = TensorValues::F32(vec![
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            3.0,
+            -4.0,
+        ]);
+        let s = TensorSummary::of_values(&values);
+        assert_eq!((s.nan_count, s.pos_inf_count, s.neg_inf_count), (1, 1, 1));
+        assert_eq!(s.element_count, 6);
+        assert_eq!(s.minimum, Some(SummaryScalar::Float(-4.0)));
+        assert_eq!(s.maximum, Some(SummaryScalar::Float(3.0)));
+        assert_eq!(s.abs_max, Some(SummaryScalar::Float(4.0)));
+        assert_eq!(s.mean, Some(-1.0 / 3.0));
+        assert_eq!(s.l2_norm, 5.0);
+        assert_eq!(s.zero_fraction, Some(1.0 / 6.0));
+    }
+
+    #[test]
+    fn half_precision_extremes_are_exact_in_f64() {
+        let s = TensorSummary::of_values(&TensorValues::F16(vec![f16::MAX, f16::from_bits(1)]));
+        assert_eq!(s.maximum, Some(SummaryScalar::Float(65504.0)));
+        assert_eq!(s.minimum, Some(SummaryScalar::Float(2f64.powi(-24))));
+        let s = TensorSummary::of_values(&TensorValues::BF16(vec![bf16::MAX]));
+        assert_eq!(s.maximum, Some(SummaryScalar::Float(bf16::MAX.to_f64())));
+    }
+
+    #[test]
+    fn huge_floats_keep_mean_and_norm_finite() {
+        let s = TensorSummary::of_values(&TensorValues::F64(vec![f64::MAX, f64::MAX]));
+        assert_eq!(s.mean, Some(f64::MAX));
+        assert!(s.l2_norm.is_infinite(), "true norm is sqrt(2) * MAX");
+        let s = TensorSummary::of_values(&TensorValues::F64(vec![f64::MAX / 4.0, -f64::MAX / 4.0]));
+        assert_eq!(s.mean, Some(0.0));
+        assert!(s.l2_norm.is_finite() && s.l2_norm > f64::MAX / 4.0);
+        let tiny = f64::from_bits(1);
+        let s = TensorSummary::of_values(&TensorValues::F64(vec![tiny, tiny]));
+        assert!(
+            s.l2_norm > 0.0,
+            "squares underflow; the scaled path keeps the norm"
+        );
+    }
+
+    #[test]
+    fn empty_and_all_nan_tensors_have_no_order_statistics() {
+        let s = TensorSummary::of_values(&TensorValues::I32(vec![]));
+        assert_eq!(
+            (s.minimum, s.mean, s.zero_fraction, s.l2_norm),
+            (None, None, None, 0.0)
+        );
+        let s = TensorSummary::of_values(&TensorValues::F64(vec![f64::NAN]));
+        assert_eq!(
+            (s.minimum, s.mean, s.zero_fraction),
+            (None, None, Some(0.0))
+        );
+    }
+
+    #[test]
+    fn bools_summarise_as_integers() {
+        let s = TensorSummary::of_values(&TensorValues::Bool(vec![true, false, false, true]));
+        assert_eq!(s.maximum, Some(SummaryScalar::Int(1)));
+        assert_eq!(s.zero_fraction, Some(0.5));
+        assert_eq!(s.mean, Some(0.5));
+    }
+}

@@ -1,0 +1,426 @@
+//! Every bad input the format names gets a typed error, never a panic.
+
+mod common;
+
+use bytes::Bytes;
+use capcat_pack::{
+    Dtype, PackError, PackLimits, PackReader, PackWriter, SealedPack, Sha256Digest, TensorValues,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A small valid pack: f32 [2,2], bool [3], i64 [2].
+fn sample() -> SealedPack {
+    let mut writer = PackWriter::new(Uuid::from_u128(7), PackLimits::default());
+    writer
+        .append_values(
+            common::meta(0, Dtype::F32, &[2, 2]),
+            &TensorValues::F32(vec![1.0, 2.0, 3.0, 4.0]),
+        )
+        .expect("valid");
+    writer
+        .append_values(
+            common::meta(1, Dtype::BOOL, &[3]),
+            &TensorValues::Bool(vec![true, false, true]),
+        )
+        .expect("valid");
+    writer
+        .append_values(
+            common::meta(2, Dtype::I64, &[2]),
+            &TensorValues::I64(vec![-1, i64::MAX]),
+        )
+        .expect("valid");
+    writer.seal().expect("seals")
+}
+
+fn header_len(bytes: &[u8]) -> usize {
+    u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize
+}
+
+/// Rewrites a pack's header JSON with `edit` and keeps its data section.
+fn with_header(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Vec<u8> {
+    let n = header_len(bytes);
+    let mut header: serde_json::Map<String, Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).expect("valid header");
+    edit(&mut header);
+    let text = serde_json::to_vec(&header).expect("serializes");
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend(text);
+    out.extend(&bytes[8 + n..]);
+    out
+}
+
+/// Rewrites the descriptor inside the envelope with `edit` and, when
+/// `reseal` is set, recomputes the descriptor digest so that only the
+/// edited content is wrong.
+fn with_descriptor(bytes: &[u8], reseal: bool, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    with_header(bytes, |header| {
+        let envelope_text = header["__metadata__"]["capcat"]
+            .as_str()
+            .expect("string")
+            .to_owned();
+        let mut envelope: Value = serde_json::from_str(&envelope_text).expect("json");
+        let mut descriptor: Value =
+            serde_json::from_str(envelope["descriptor"].as_str().expect("string")).expect("json");
+        edit(&mut descriptor);
+        let text = descriptor.to_string();
+        if reseal {
+            envelope["descriptor_sha256"] =
+                Value::String(Sha256Digest::of(text.as_bytes()).to_hex());
+        }
+        envelope["descriptor"] = Value::String(text);
+        header["__metadata__"]["capcat"] = Value::String(envelope.to_string());
+    })
+}
+
+fn open(bytes: Vec<u8>) -> PackError {
+    PackReader::from_bytes(bytes).expect_err("must be refused")
+}
+
+#[test]
+fn the_helpers_leave_a_valid_pack_valid() {
+    // Guards the tests below: each fails for its own reason, not because the
+    // rewriting helpers break the pack.
+    let pack = sample();
+    PackReader::from_bytes(with_header(&pack.bytes, |_| {})).expect("header round trip");
+    PackReader::from_bytes(with_descriptor(&pack.bytes, true, |_| {}))
+        .expect("descriptor round trip");
+}
+
+#[test]
+fn every_truncation_is_refused() {
+    let pack = sample();
+    for len in 0..pack.bytes.len() {
+        let error = open(pack.bytes[..len].to_vec());
+        assert!(
+            matches!(
+                error,
+                PackError::Truncated { .. }
+                    | PackError::HeaderLengthPastEnd { .. }
+                    | PackError::OffsetOutOfRange { .. }
+                    | PackError::DataSectionNotCovered { .. }
+            ),
+            "prefix of {len} bytes: {error}"
+        );
+    }
+    assert!(matches!(
+        open(vec![1, 2, 3]),
+        PackError::Truncated {
+            needed: 8,
+            available: 3,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn header_length_past_the_end_is_refused() {
+    let mut bytes = sample().bytes.to_vec();
+    let past = bytes.len() as u64;
+    bytes[..8].copy_from_slice(&past.to_le_bytes());
+    assert!(matches!(open(bytes), PackError::HeaderLengthPastEnd { .. }));
+}
+
+#[test]
+fn a_huge_header_length_is_refused_without_allocating() {
+    let mut bytes = sample().bytes.to_vec();
+    bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(open(bytes), PackError::HeaderTooLarge { .. }));
+}
+
+#[test]
+fn a_header_that_is_not_json_is_refused() {
+    let mut bytes = sample().bytes.to_vec();
+    bytes[8] = b'[';
+    assert!(matches!(
+        open(bytes.clone()),
+        PackError::HeaderNotJson { .. }
+    ));
+    bytes[8] = 0xff;
+    assert!(matches!(open(bytes), PackError::HeaderNotJson { .. }));
+}
+
+#[test]
+fn overlapping_offsets_are_refused() {
+    let pack = sample();
+    let bytes = with_header(&pack.bytes, |h| {
+        // record/00000001 (BOOL, 3 bytes) moved to start inside another tensor.
+        let entry = h.get_mut("record/00000001").expect("present");
+        entry["data_offsets"] = serde_json::json!([1, 4]);
+    });
+    assert!(
+        matches!(open(bytes), PackError::OffsetsNotContiguous { .. }),
+        "overlap"
+    );
+}
+
+#[test]
+fn out_of_range_offsets_are_refused() {
+    let pack = sample();
+    let bytes = with_header(&pack.bytes, |h| {
+        h.get_mut("record/00000001").expect("present")["data_offsets"] =
+            serde_json::json!([40, 1_000_000]);
+    });
+    assert!(matches!(open(bytes), PackError::OffsetOutOfRange { .. }));
+    let bytes = with_header(&pack.bytes, |h| {
+        h.get_mut("record/00000001").expect("present")["data_offsets"] = serde_json::json!([5, 2]);
+    });
+    assert!(matches!(open(bytes), PackError::OffsetOutOfRange { .. }));
+}
+
+#[test]
+fn a_payload_checksum_mismatch_is_refused() {
+    let pack = sample();
+    let locator = pack.info.records[2];
+    let mut bytes = pack.bytes.to_vec();
+    bytes[locator.offset as usize + 3] ^= 0x01;
+    assert!(matches!(
+        open(bytes),
+        PackError::PayloadChecksumMismatch { index: 2, capture_id, .. } if capture_id == locator.capture_id
+    ));
+}
+
+#[test]
+fn a_pack_checksum_mismatch_is_refused() {
+    let pack = sample();
+    let wrong = Sha256Digest::of(b"another pack");
+    assert!(matches!(
+        PackReader::from_bytes_expecting(pack.bytes.clone(), wrong),
+        Err(PackError::PackChecksumMismatch { .. })
+    ));
+    PackReader::from_bytes_expecting(pack.bytes, pack.info.pack_sha256).expect("right digest");
+}
+
+#[test]
+fn a_tampered_descriptor_fails_its_checksum() {
+    let bytes = with_descriptor(&sample().bytes, false, |d| {
+        d["records"][0]["step"] = 99.into()
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::DescriptorChecksumMismatch { .. }
+    ));
+}
+
+#[test]
+fn an_unknown_format_version_is_refused() {
+    let bytes = with_header(&sample().bytes, |h| {
+        let text = h["__metadata__"]["capcat"]
+            .as_str()
+            .expect("string")
+            .to_owned();
+        let mut envelope: Value = serde_json::from_str(&text).expect("json");
+        envelope["format_version"] = 2.into();
+        h["__metadata__"]["capcat"] = Value::String(envelope.to_string());
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::UnsupportedFormatVersion { found: 2, .. }
+    ));
+}
+
+#[test]
+fn a_shape_that_disagrees_with_the_byte_length_is_refused() {
+    let bytes = with_header(&sample().bytes, |h| {
+        h.get_mut("record/00000000").expect("present")["shape"] = serde_json::json!([2, 3]);
+    });
+    assert!(matches!(open(bytes), PackError::ShapeMismatch { .. }));
+}
+
+#[test]
+fn an_entry_that_disagrees_with_the_descriptor_is_refused() {
+    // Same byte length, different dtype: only the descriptor can tell.
+    let bytes = with_header(&sample().bytes, |h| {
+        h.get_mut("record/00000000").expect("present")["dtype"] = "I32".into();
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::EntryDisagrees { field: "dtype", .. }
+    ));
+    let bytes = with_header(&sample().bytes, |h| {
+        h.get_mut("record/00000000").expect("present")["shape"] = serde_json::json!([4]);
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::EntryDisagrees { field: "shape", .. }
+    ));
+}
+
+#[test]
+fn an_unknown_dtype_is_refused() {
+    let bytes = with_header(&sample().bytes, |h| {
+        h.get_mut("record/00000000").expect("present")["dtype"] = "U16".into();
+    });
+    assert!(matches!(open(bytes), PackError::UnknownDtype { .. }));
+}
+
+#[test]
+fn a_plain_safetensors_file_is_not_a_pack() {
+    let bytes = with_header(&sample().bytes, |h| {
+        h.remove("__metadata__");
+    });
+    assert!(matches!(open(bytes), PackError::MissingDescriptor));
+}
+
+#[test]
+fn missing_and_unexpected_tensors_are_refused() {
+    let bytes = with_header(&sample().bytes, |h| {
+        let entry = h.remove("record/00000001").expect("present");
+        h.insert("stray".to_owned(), entry);
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::MissingTensor { index: 1, .. }
+    ));
+    let bytes = with_descriptor(&sample().bytes, true, |d| {
+        d["records"].as_array_mut().expect("array").pop();
+    });
+    assert!(matches!(open(bytes), PackError::UnexpectedTensor { .. }));
+}
+
+#[test]
+fn a_bool_byte_other_than_zero_or_one_is_refused_on_read() {
+    let pack = sample();
+    let locator = pack.info.records[1];
+    let mut bytes = pack.bytes.to_vec();
+    bytes[locator.offset as usize] = 2;
+    let new_digest = Sha256Digest::of(
+        &bytes[locator.offset as usize..(locator.offset + locator.length) as usize],
+    );
+    let bytes = with_descriptor(&bytes, true, |d| {
+        d["records"][1]["payload_sha256"] = Value::String(new_digest.to_hex());
+    });
+    assert!(matches!(
+        open(bytes),
+        PackError::InvalidBool {
+            position: 0,
+            byte: 2,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn malformed_entries_and_descriptors_are_refused() {
+    let pack = sample();
+    let bytes = with_header(&pack.bytes, |h| {
+        h.get_mut("record/00000000").expect("present")["extra"] = 1.into();
+    });
+    assert!(matches!(open(bytes), PackError::MalformedHeader { .. }));
+    let bytes = with_header(&pack.bytes, |h| {
+        h["__metadata__"]["capcat"] = "{".into();
+    });
+    assert!(matches!(open(bytes), PackError::MalformedDescriptor { .. }));
+    let bytes = with_header(&pack.bytes, |h| {
+        h["__metadata__"]["capcat"] = 5.into();
+    });
+    assert!(matches!(open(bytes), PackError::MalformedHeader { .. }));
+    let bytes = with_descriptor(&pack.bytes, true, |d| d["records"][0]["step"] = (-1).into());
+    assert!(matches!(open(bytes), PackError::MalformedDescriptor { .. }));
+}
+
+#[test]
+fn writer_refuses_bad_records_and_leaves_the_pack_unchanged() {
+    let limits = PackLimits::new(2, 16).expect("valid limits");
+    let mut writer = PackWriter::new(Uuid::nil(), limits);
+    let m = |i| common::meta(i, Dtype::F32, &[2]);
+    assert!(matches!(
+        writer.append(m(0), vec![0u8; 7]),
+        Err(PackError::ShapeMismatch {
+            expected: Some(8),
+            actual: 7,
+            ..
+        })
+    ));
+    assert!(matches!(
+        writer.append(common::meta(0, Dtype::BOOL, &[1]), vec![7u8]),
+        Err(PackError::InvalidBool { byte: 7, .. })
+    ));
+    assert!(matches!(
+        writer.append_values(m(0), &TensorValues::I32(vec![1, 2])),
+        Err(PackError::DtypeMismatch { .. })
+    ));
+    assert!(matches!(
+        writer.append(common::meta(0, Dtype::U8, &[u64::MAX, 2]), Bytes::new()),
+        Err(PackError::ShapeMismatch { expected: None, .. })
+    ));
+    assert!(writer.is_empty(), "refused appends leave nothing behind");
+    writer.append(m(0), vec![0u8; 8]).expect("fits");
+    assert!(matches!(
+        writer.append(m(0), vec![0u8; 8]),
+        Err(PackError::DuplicateCapture { .. })
+    ));
+    assert!(matches!(
+        writer.append(common::meta(1, Dtype::F64, &[2]), vec![0u8; 16]),
+        Err(PackError::TooManyBytes {
+            limit: 16,
+            attempted: 24
+        })
+    ));
+    writer.append(m(1), vec![0u8; 8]).expect("fits exactly");
+    assert!(matches!(
+        writer.append(common::meta(2, Dtype::U8, &[0]), Bytes::new()),
+        Err(PackError::TooManyRecords { limit: 2 })
+    ));
+    assert_eq!((writer.len(), writer.payload_bytes()), (2, 16));
+    PackReader::from_bytes(writer.seal().expect("seals").bytes).expect("reads");
+    assert!(matches!(
+        PackLimits::new(0, 1),
+        Err(PackError::InvalidLimits { .. })
+    ));
+    assert!(matches!(
+        PackLimits::new(1, 0),
+        Err(PackError::InvalidLimits { .. })
+    ));
+    assert!(matches!(
+        PackLimits::new(capcat_pack::MAX_RECORDS_CEILING + 1, 1),
+        Err(PackError::InvalidLimits { .. })
+    ));
+}
+
+#[test]
+fn out_of_range_record_indexes_are_typed_errors() {
+    let reader = PackReader::from_bytes(sample().bytes).expect("valid");
+    assert!(matches!(
+        reader.payload(3),
+        Err(PackError::RecordIndexOutOfRange { index: 3, count: 3 })
+    ));
+    assert!(matches!(
+        reader.values(9),
+        Err(PackError::RecordIndexOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn a_missing_file_is_an_io_error() {
+    let error = PackReader::from_file("/nonexistent/capcat/pack").expect_err("no file");
+    assert!(matches!(error, PackError::Io { .. }), "{error}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
+    /// Arbitrary bytes never panic the reader.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = PackReader::from_bytes(bytes);
+    }
+
+    /// Any single flipped bit is caught when the expected pack digest is
+    /// known, and never panics when it is not.
+    #[test]
+    fn any_flipped_bit_is_caught(position in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let pack = sample();
+        let mut bytes = pack.bytes.to_vec();
+        let i = position.index(bytes.len());
+        bytes[i] ^= 1 << bit;
+        let _ = PackReader::from_bytes(bytes.clone());
+        prop_assert!(PackReader::from_bytes_expecting(bytes, pack.info.pack_sha256).is_err());
+    }
+}

@@ -1,0 +1,116 @@
+//! Property tests: whatever is appended reads back identically (metadata,
+//! bytes, typed values, locators), sealing is deterministic, and every
+//! locator hydrates. All ten dtypes; scalars, empty and zero-sized tensors.
+
+mod common;
+
+use capcat_pack::{
+    Dtype, InMemory, PackLimits, PackReader, PackWriter, TensorValues, hydrate, tensor_key,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use uuid::Uuid;
+
+/// A payload of `dtype` for `shape`: random bytes, except that `BOOL` bytes
+/// are 0 or 1 (the only valid encodings). Random float bytes include NaNs
+/// with payloads, subnormals and negative zero, which must survive exactly.
+fn payload(dtype: Dtype, shape: Vec<u64>) -> impl Strategy<Value = (Dtype, Vec<u64>, Vec<u8>)> {
+    let len = usize::try_from(dtype.byte_length(&shape).expect("small shapes")).expect("small");
+    let bytes = if dtype == Dtype::BOOL {
+        proptest::collection::vec(0u8..=1, len).boxed()
+    } else {
+        proptest::collection::vec(any::<u8>(), len).boxed()
+    };
+    bytes.prop_map(move |b| (dtype, shape.clone(), b))
+}
+
+fn record() -> impl Strategy<Value = (Dtype, Vec<u64>, Vec<u8>)> {
+    (
+        proptest::sample::select(Dtype::ALL.to_vec()),
+        proptest::collection::vec(0u64..=4, 0..=3),
+    )
+        .prop_flat_map(|(dtype, shape)| payload(dtype, shape))
+}
+
+proptest! {
+    // Failures persist next to this file (tests/round_trip.proptest-regressions),
+    // which is committed so that every past failure is replayed first.
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn whatever_is_appended_reads_back_identically(
+        records in proptest::collection::vec(record(), 0..=8),
+        pack_id in any::<u128>(),
+    ) {
+        let build = || {
+            let mut writer = PackWriter::new(Uuid::from_u128(pack_id), PackLimits::default());
+            for (i, (dtype, shape, bytes)) in records.iter().enumerate() {
+                let metadata = common::meta(i as u64, *dtype, shape);
+                writer.append(metadata, bytes.clone()).expect("valid record");
+            }
+            writer.seal().expect("seals")
+        };
+        let sealed = build();
+        // Sealing the same records again gives the same bytes.
+        prop_assert_eq!(&build().bytes, &sealed.bytes);
+
+        let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
+            .expect("a sealed pack verifies");
+        prop_assert_eq!(reader.pack_id(), Uuid::from_u128(pack_id));
+        prop_assert_eq!(reader.len(), records.len());
+        prop_assert_eq!(&reader.info(), &sealed.info);
+
+        // The safetensors crate sees the same tensors under the same keys.
+        let st = safetensors::SafeTensors::deserialize(&sealed.bytes).expect("valid safetensors");
+        let mut memory = InMemory(sealed.bytes.clone());
+        for (i, (dtype, shape, bytes)) in records.iter().enumerate() {
+            let entry = reader.record(i).expect("in range");
+            prop_assert_eq!(&entry.metadata, &common::meta(i as u64, *dtype, shape));
+            prop_assert_eq!(&reader.payload(i).expect("in range")[..], &bytes[..]);
+            let values = reader.values(i).expect("decodes");
+            prop_assert_eq!(values.dtype(), *dtype);
+            prop_assert_eq!(values.to_le_bytes(), bytes.clone());
+            // Typed values compare by bytes: NaN is not equal to itself.
+            let again = TensorValues::from_le_bytes(*dtype, &values.to_le_bytes(), "again")
+                .expect("decodes");
+            prop_assert_eq!(again.to_le_bytes(), bytes.clone());
+            let locator = &sealed.info.records[i];
+            prop_assert_eq!(&hydrate(&mut memory, locator).expect("hydrates")[..], &bytes[..]);
+            let view = st.tensor(&tensor_key(i)).expect("present");
+            prop_assert_eq!(view.data(), &bytes[..]);
+            let shape_usize: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+            prop_assert_eq!(view.shape(), &shape_usize[..]);
+        }
+    }
+}
+
+#[test]
+fn an_empty_pack_round_trips() {
+    let sealed = PackWriter::new(Uuid::nil(), PackLimits::default())
+        .seal()
+        .expect("an empty pack seals");
+    let reader = PackReader::from_bytes(sealed.bytes.clone()).expect("and reads");
+    assert!(reader.is_empty());
+    assert_eq!(reader.info(), sealed.info);
+}
+
+#[test]
+fn zero_sized_tensors_of_every_dtype_round_trip() {
+    let mut writer = PackWriter::new(Uuid::nil(), PackLimits::default());
+    for (i, dtype) in Dtype::ALL.into_iter().enumerate() {
+        let shape: &[u64] = if i % 2 == 0 { &[0] } else { &[3, 0, 2] };
+        writer
+            .append(common::meta(i as u64, dtype, shape), Vec::new())
+            .expect("empty payload");
+    }
+    let sealed = writer.seal().expect("seals");
+    let reader = PackReader::from_bytes(sealed.bytes).expect("reads");
+    for i in 0..Dtype::ALL.len() {
+        assert!(reader.values(i).expect("decodes").is_empty());
+        assert_eq!(reader.locator(i).expect("in range").length, 0);
+    }
+}
