@@ -9,7 +9,8 @@
 //! order or duplication of the same events, and storage needs no
 //! compare-and-swap: events are appended ([`storage::append`]) and folded
 //! when read ([`storage::rebuild`]). [`status()`] summarises a fold for an
-//! operator. See `docs/demand.md`.
+//! operator, and [`ReadDemand`] is the read-and-fold as a machine. See
+//! `docs/demand.md`.
 //!
 //! Everything here is pure: times arrive as arguments, ids as arguments.
 
@@ -17,6 +18,7 @@ pub mod codec;
 pub mod event;
 pub mod fold;
 pub mod mark;
+pub mod read;
 pub mod record;
 pub mod status;
 pub mod storage;
@@ -25,5 +27,6 @@ pub use codec::{DecodeError, decode, encode};
 pub use event::{DemandEvent, Source};
 pub use fold::{Folded, SkipReason, Skipped, fold};
 pub use mark::Mark;
+pub use read::{DEFAULT_READ_LIMIT, DemandRead, ReadDemand};
 pub use record::{CURRENT_VERSION, DemandRecord, SEALED_TIMES_CAP, UnknownVersion};
 pub use status::{DemandStatus, ShardStatus, status};
