@@ -145,14 +145,26 @@ fn a_header_that_is_not_json_is_refused() {
 #[test]
 fn overlapping_offsets_are_refused() {
     let pack = sample();
-    let bytes = with_header(&pack.bytes, |h| {
-        // record/00000001 (BOOL, 3 bytes) moved to start inside another tensor.
+    // Data section: I64 [0,16), F32 [16,32), BOOL [32,35). Move the BOOL
+    // tensor onto the last 3 bytes of the F32 one and drop its own bytes, so
+    // the overlap is the only thing wrong (the ranges still end at the end).
+    let mut bytes = with_header(&pack.bytes, |h| {
         let entry = h.get_mut("record/00000001").expect("present");
-        entry["data_offsets"] = serde_json::json!([1, 4]);
+        assert_eq!(entry["data_offsets"], serde_json::json!([32, 35]));
+        entry["data_offsets"] = serde_json::json!([29, 32]);
     });
+    bytes.truncate(bytes.len() - 3);
+    let error = open(bytes);
     assert!(
-        matches!(open(bytes), PackError::OffsetsNotContiguous { .. }),
-        "overlap"
+        matches!(
+            error,
+            PackError::OffsetsNotContiguous {
+                begin: 29,
+                previous_end: 32,
+                ..
+            }
+        ),
+        "{error}"
     );
 }
 
