@@ -89,13 +89,16 @@ Times == 0..MaxTime
 Kinds == {"manifest", "watermark", "release"}
 Outcomes == {"Won", "LostRace", "Conflict", "LeaseLost"}
 Pcs == {"idle", "lease_claim", "lease_readback", "alloc_head", "alloc_claim",
-        "alloc_readback", "early_inventory", "manifest", "manifest_wait",
-        "watermark", "watermark_wait", "readback", "inventory", "done",
-        "release_wait", "released", "exhausted"}
-\* The pcs at which a publisher owes its next client step inside the timed
-\* window between its lease claim and its watermark statement.
-Prompt == {"lease_readback", "alloc_head", "alloc_claim", "alloc_readback",
-           "early_inventory", "manifest", "watermark"}
+        "alloc_readback", "early_inventory", "renew", "manifest",
+        "manifest_wait", "watermark", "watermark_wait", "readback",
+        "inventory", "done", "release_wait", "released", "exhausted"}
+Modes == {"acquire", "renew"}
+\* A publisher owes its next client step inside the timed window that
+\* starts when its renewal's claim row is stamped and ends when its
+\* watermark statement is issued. Client steps take no server time, so the
+\* clock does not tick while one is owed (see the module comment).
+Prompt(l) == \/ l.pc = "lease_readback" /\ l.mode = "renew"
+             \/ l.pc \in {"manifest", "watermark"}
 
 Max(S) == IF S = {} THEN 0 ELSE CHOOSE x \in S : \A y \in S : y <= x
 
@@ -143,6 +146,7 @@ Visible(pack) == pack \in Members(MaxWatermark)
 Fresh(n) == nextId + n <= MaxId + 1
 
 LocalInit(p, inc) == [pc |-> IF p \in inventory THEN "done" ELSE "idle",
+                      mode |-> "acquire",
                       lid |-> NoLid, term |-> 0, vseen |-> 0, cid |-> 0,
                       v |-> 0, pid |-> 0, inc |-> inc]
 
@@ -164,7 +168,8 @@ TypeOK ==
            /\ s.pass \in BOOLEAN /\ s.lidOk \in BOOLEAN
            /\ s.fenceOk \in BOOLEAN /\ s.term \in 0..MaxTerm
     /\ \A p \in Publishers :
-           /\ pub[p].pc \in Pcs /\ pub[p].lid \in {NoLid} \cup Ids
+           /\ pub[p].pc \in Pcs /\ pub[p].mode \in Modes
+           /\ pub[p].lid \in {NoLid} \cup Ids
            /\ pub[p].term \in 0..MaxTerm /\ pub[p].vseen \in 0..MaxVersion
            /\ pub[p].cid \in 0..MaxId /\ pub[p].v \in 0..MaxVersion
            /\ pub[p].pid \in 0..MaxId /\ pub[p].inc \in 0..MaxCrashes
@@ -195,7 +200,7 @@ Init ==
 (* in model-check (no capcat-proto machine reads a clock).                *)
 Tick ==
     /\ now < MaxTime
-    /\ \A p \in Publishers : pub[p].pc \notin Prompt
+    /\ \A p \in Publishers : ~Prompt(pub[p])
     /\ \A s \in inflight : now < s.start + EffCap
     /\ now' = now + 1
     /\ UNCHANGED <<claims, lease, manifest, watermark, inventory, inflight,
@@ -203,41 +208,48 @@ Tick ==
                    fencedLanded, usurped, selfLockout>>
 
 (* Acquire or renew, step 1: read the head (LIMIT 2) and decide.          *)
-(* Mirrors capcat_proto::lease (acquire; a holder's re-acquire is a       *)
-(* renewal that keeps its lease_id). A holder renews only over its own    *)
-(* live, uncontested head; anyone else claims only over a term none of    *)
-(* whose claims is live any more (a contested term is abandoned by its    *)
-(* claimants and taken over once its claims expire; the rejected design  *)
-(* ContestedTermTakenAtOnce takes it over at once).                       *)
+(* Mirrors capcat_proto::lease (LeaseClaim::acquire from "idle", with the *)
+(* caller's own lease_id when it already holds one; LeaseClaim::renew at  *)
+(* the start of every publish attempt, from "renew"). Acquire claims over *)
+(* its own uncontested head, an empty table, or a term none of whose      *)
+(* claims is live any more: a contested term is abandoned by its          *)
+(* claimants and taken over once its claims expire (the rejected design  *)
+(* ContestedTermTakenAtOnce takes it over at once). Renew claims only     *)
+(* over its own uncontested head and otherwise reports the lease lost.    *)
 ReadLeaseHead(p) ==
     LET l == pub[p]
-        fresh == Design = "FreshLeaseIdOnReacquire" /\ l.lid # NoLid
-        lid == IF l.lid = NoLid \/ fresh THEN nextId ELSE l.lid
+        mode == IF l.pc = "renew" THEN "renew" ELSE "acquire"
+        fresh == l.lid = NoLid
+                 \/ (mode = "acquire" /\ Design = "FreshLeaseIdOnReacquire")
+        lid == IF fresh THEN nextId ELSE l.lid
         next == IF HasHead THEN HeadTerm + 1 ELSE 1
+        ours == HasHead /\ Head.lid = lid /\ ~Contested
         takeable == IF Design = "ContestedTermTakenAtOnce"
                     THEN ~HasHead \/ ~HeadLive \/ Contested
                     ELSE ~HasHead \/ ~TermLive
-        mine == HasHead /\ Head.lid = lid
-        claim == IF l.lid # NoLid /\ ~fresh THEN mine /\ HeadLive /\ ~Contested
-                 ELSE takeable
+        claim == IF mode = "renew" THEN ours ELSE ours \/ takeable
+        \* The live head is this very process's own lease.
         ownLive == HeadLive /\ ~Contested /\ Head.holder = p
                    /\ Head.inc = l.inc
-    IN /\ l.pc = "idle"
-       /\ IF next > MaxTerm \/ ((l.lid = NoLid \/ fresh) /\ ~Fresh(1))
+        lost == IF mode = "renew" THEN "idle" ELSE l.pc
+    IN /\ l.pc \in {"idle", "renew"}
+       /\ IF next > MaxTerm \/ (fresh /\ ~Fresh(1))
              \* The model's term or id bound is reached: this publisher stops.
              THEN /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
                   /\ UNCHANGED <<nextId, selfLockout>>
              ELSE /\ IF claim
                         THEN pub' = [pub EXCEPT ![p].pc = "lease_claim",
+                                                ![p].mode = mode,
                                                 ![p].lid = lid,
                                                 ![p].term = next]
-                        ELSE pub' = [pub EXCEPT ![p].lid = NoLid]
-                  /\ nextId' = IF lid = nextId THEN nextId + 1 ELSE nextId
-                  \* Refused although the live head is this very process's
-                  \* own lease.
+                        ELSE pub' = [pub EXCEPT ![p].pc = lost,
+                                                ![p].lid = NoLid]
+                  /\ nextId' = IF fresh THEN nextId + 1 ELSE nextId
+                  \* Refused by its own live lease.
                   /\ selfLockout' = (selfLockout \/ (~claim /\ ownLive))
-                  \* A plain refusal changes nothing: no stuttering step.
-                  /\ (claim \/ l.lid # NoLid \/ ownLive)
+                  \* A plain refusal of a publisher holding nothing changes
+                  \* nothing: it is not a step.
+                  /\ (claim \/ l.lid # NoLid \/ ownLive \/ mode = "renew")
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, crashes, foreign, reports, owners,
                       fencedLanded, usurped>>
@@ -262,15 +274,18 @@ ClaimLease(p) ==
                       rd, nextId, crashes, foreign, reports, owners,
                       fencedLanded, selfLockout>>
 
-(* Acquire or renew, step 3: read back (LIMIT 2); the sole claimant at    *)
-(* the head term holds the lease, anyone else abandons the term.          *)
-(* Mirrors capcat_proto::lease.                                            *)
+(* Acquire or renew, step 3: read the claims at the term back; the sole   *)
+(* claimant holds the lease, anyone else abandons the term. After an      *)
+(* acquire the index pass allocates; after a renewal the publish attempt *)
+(* goes on to its manifest. Mirrors capcat_proto::lease.                  *)
 ReadBackLease(p) ==
     LET l == pub[p]
-        sole == HeadTerm = l.term /\ AtTerm(l.term) = {Head}
-                /\ Head.lid = l.lid
+        sole == Cardinality(AtTerm(l.term)) = 1
+                /\ \A r \in AtTerm(l.term) : r.lid = l.lid
     IN /\ l.pc = "lease_readback"
-       /\ pub' = IF sole THEN [pub EXCEPT ![p].pc = "alloc_head"]
+       /\ pub' = IF sole
+                 THEN [pub EXCEPT ![p].pc = IF l.mode = "renew" THEN "manifest"
+                                            ELSE "alloc_head"]
                  ELSE [pub EXCEPT ![p].pc = "idle", ![p].lid = NoLid]
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, reports, owners,
@@ -314,7 +329,7 @@ ReadBackVersion(p) ==
        /\ pub' = [pub EXCEPT ![p].pc =
                      IF ~sole THEN "alloc_head"
                      ELSE IF Design = "InventoryBeforePublish"
-                          THEN "early_inventory" ELSE "manifest"]
+                          THEN "early_inventory" ELSE "renew"]
        /\ owners' = IF sole THEN owners \cup {[v |-> l.v, cid |-> l.cid]}
                     ELSE owners
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
@@ -456,6 +471,7 @@ ReadBackPublish(p) ==
                      CASE outcome \in {"Won", "Conflict"} ->
                               IF Design = "InventoryBeforePublish"
                               THEN "done" ELSE "inventory"
+                     []   outcome = "LostRace" -> "alloc_head"
                      []   OTHER -> "idle",
                              ![p].lid = IF outcome = "LeaseLost" THEN NoLid
                                         ELSE l.lid]
@@ -470,7 +486,7 @@ WriteInventory(p) ==
     /\ pub[p].pc \in {"inventory", "early_inventory"}
     /\ inventory' = inventory \cup {p}
     /\ pub' = [pub EXCEPT ![p].pc = IF pub[p].pc = "inventory" THEN "done"
-                                    ELSE "manifest"]
+                                    ELSE "renew"]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inflight, rd,
                    nextId, crashes, foreign, reports, owners, fencedLanded,
                    usurped, selfLockout>>

@@ -169,7 +169,8 @@ pub mod publication {
     /// fence. Breaks `FencedOutWritesNothing`.
     pub const BARRIER_ONLY: &str = "BarrierOnly";
     /// Rejected: unguarded publish INSERTs, then an "am I the highest?"
-    /// check. Breaks `PinnedSnapshotNeverGrows` / `ReportedMeansVisible`.
+    /// check. Breaks `FencedOutWritesNothing` / `ReportedMeansVisible`
+    /// (and `PinnedSnapshotNeverGrows` once two publishers overlap).
     pub const POST_WRITE_CHECK: &str = "PostWriteCheck";
     /// Rejected: lease_id and expires_at_ns read by two scalar subqueries
     /// (two reads). Breaks `FencedOutWritesNothing`.
