@@ -99,10 +99,31 @@ proptest! {
     }
 
     #[test]
-    fn rebuild_equals_fold_including_the_age_clock(events in proptest::collection::vec(event(), 0..40)) {
+    fn fold_equals_rebuild_including_the_age_clock(events in proptest::collection::vec(event(), 0..40)) {
         let rebuilt = storage::rebuild(&store(&tables(), &events).read());
         prop_assert!(rebuilt.skipped.is_empty());
         prop_assert_eq!(observable(&rebuilt), observable(&fold(&events)));
+    }
+
+    /// `MergedNeverForgotten` (spec/DemandFold.tla): no event from any
+    /// source lowers a record's merged mark or loses it.
+    #[test]
+    fn merged_never_forgotten(a in record(), e in event()) {
+        prop_assert!(join(&a, &e.record).merged >= a.merged);
+    }
+
+    /// `PendingCountsGenerations` (spec/DemandFold.tla): pending is sealed
+    /// minus merged generations, whatever their epochs.
+    #[test]
+    fn pending_counts_generations(
+        sealed in 0..MAX_GENERATION, merged in 0..MAX_GENERATION,
+        sealed_epoch in 1u64..=3, merged_epoch in 1u64..=3,
+    ) {
+        let folded = fold(&[
+            DemandEvent::executor_merged("s", merged_epoch, merged),
+            DemandEvent::writer_sealed("s", sealed_epoch, sealed, 1, 1),
+        ]);
+        prop_assert_eq!(folded.shards["s"].pending(), sealed.saturating_sub(merged));
     }
 
     #[test]

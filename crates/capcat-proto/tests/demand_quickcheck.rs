@@ -118,7 +118,7 @@ fn fold_ignores_order_and_duplication() {
 }
 
 #[test]
-fn rebuild_equals_fold_including_the_age_clock() {
+fn fold_equals_rebuild_including_the_age_clock() {
     fn property(events: Vec<Event>) -> bool {
         let events: Vec<DemandEvent> = events.into_iter().map(|e| e.0).collect();
         let rebuilt = storage::rebuild(&store(&tables(), &events).read());
