@@ -1,0 +1,352 @@
+//! One HTTP request of the ClickHouse interface, turned into an engine
+//! [`Request`] and its answer.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Response, StatusCode};
+
+use super::compressed;
+use super::form::{self, FormError};
+use crate::engine::Engine;
+use crate::error::{ChdbError, UNKNOWN_EXCEPTION};
+use crate::request::{DEFAULT_FORMAT, Request};
+
+/// Largest request body accepted, before and after decompression.
+pub(crate) const MAX_BODY: usize = 256 << 20;
+
+/// URL parameters that belong to the HTTP interface itself (or to features
+/// this front does not have), never passed on as settings.
+const NOT_SETTINGS: &[&str] = &[
+    "query",
+    "database",
+    "default_format",
+    "decompress",
+    "compress",
+    "query_id",
+    "session_id",
+    "session_timeout",
+    "session_check",
+    "user",
+    "password",
+    "quota_key",
+    "role",
+    "client_protocol_version",
+    "wait_end_of_query",
+    "buffer_size",
+    "enable_http_compression",
+    "http_zlib_compression_level",
+    "send_progress_in_http_headers",
+    "http_headers_progress_interval_ms",
+    "add_http_cors_header",
+];
+
+/// ClickHouse codes for requests refused before reaching the engine.
+const BAD_ARGUMENTS: u32 = 36;
+const CHECKSUM_DOESNT_MATCH: u32 = 40;
+const CANNOT_DECOMPRESS: u32 = 271;
+const UNKNOWN_COMPRESSION_METHOD: u32 = 89;
+const TOO_LARGE_REQUEST: u32 = 1001;
+
+/// A refusal: HTTP status, ClickHouse code, message.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    code: u32,
+    message: String,
+}
+
+impl Refusal {
+    fn bad(code: u32, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<FormError> for Refusal {
+    fn from(e: FormError) -> Self {
+        Self::bad(BAD_ARGUMENTS, e.to_string())
+    }
+}
+
+impl From<compressed::FrameError> for Refusal {
+    fn from(e: compressed::FrameError) -> Self {
+        use compressed::FrameError as F;
+        let code = match &e {
+            F::Checksum { .. } => CHECKSUM_DOESNT_MATCH,
+            F::Method { .. } => UNKNOWN_COMPRESSION_METHOD,
+            F::TooLarge { .. } => TOO_LARGE_REQUEST,
+            _ => CANNOT_DECOMPRESS,
+        };
+        Self::bad(code, e.to_string())
+    }
+}
+
+impl From<ChdbError> for Refusal {
+    fn from(e: ChdbError) -> Self {
+        match e {
+            ChdbError::Query { code, message, .. } => Self {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                code,
+                message,
+            },
+            ChdbError::InvalidInput { .. } => Self::bad(BAD_ARGUMENTS, e.to_string()),
+            other => Self {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                code: UNKNOWN_EXCEPTION,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// Answers one request. Never fails: every error becomes a ClickHouse-style
+/// error response.
+pub(crate) async fn handle(
+    engine: Engine,
+    request: hyper::Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    match answer(engine, request).await {
+        Ok(response) => response,
+        Err(refusal) => {
+            tracing::debug!(code = refusal.code, message = %refusal.message, "HTTP front refused a request");
+            let mut body = refusal.message.into_bytes();
+            if !body.ends_with(b"\n") {
+                body.push(b'\n');
+            }
+            let mut response = Response::new(Full::new(Bytes::from(body)));
+            *response.status_mut() = refusal.status;
+            let headers = response.headers_mut();
+            headers.insert(
+                "X-ClickHouse-Exception-Code",
+                HeaderValue::from(refusal.code),
+            );
+            headers.insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=UTF-8"),
+            );
+            response
+        }
+    }
+}
+
+fn text_response(text: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=UTF-8"),
+    );
+    response
+}
+
+async fn answer(
+    engine: Engine,
+    request: hyper::Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Refusal> {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path();
+    if path == "/ping" {
+        return Ok(text_response("Ok.\n"));
+    }
+    if path != "/" {
+        return Err(Refusal {
+            status: StatusCode::NOT_FOUND,
+            code: BAD_ARGUMENTS,
+            message: format!("no handler for {path}"),
+        });
+    }
+    let url_fields = form::parse_query_string(parts.uri.query().unwrap_or(""))?;
+    if parts.method == Method::GET && url_fields.iter().all(|(k, _)| k != "query") {
+        return Ok(text_response("Ok.\n"));
+    }
+    let body = Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| Refusal {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            code: TOO_LARGE_REQUEST,
+            message: format!("cannot read the request body: {e}"),
+        })?
+        .to_bytes();
+
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let multipart = match form::multipart_boundary(content_type) {
+        Some(boundary) => Some(form::parse_multipart(&body, boundary)?),
+        None => None,
+    };
+    let flag = |name: &str| url_fields.iter().any(|(k, v)| k == name && v == "1");
+    let compress_response = flag("compress");
+
+    let mut url_query = None;
+    let mut params: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut settings = Vec::new();
+    let mut database = None;
+    let mut format = None;
+    for (name, value) in url_fields.iter().cloned() {
+        if let Some(param) = name.strip_prefix("param_") {
+            params.push((param.to_owned(), value.into_bytes()));
+            continue;
+        }
+        match name.as_str() {
+            "query" => url_query = Some(value),
+            "database" => database = Some(value),
+            "default_format" => format = Some(value),
+            other if NOT_SETTINGS.contains(&other) => {}
+            _ => settings.push((name, value)),
+        }
+    }
+
+    // Where the SQL is, and whether the body is data for it.
+    let (sql, data) = match multipart {
+        Some(fields) => {
+            let mut sql = url_query.map(String::into_bytes);
+            for (name, value) in fields {
+                if let Some(param) = name.strip_prefix("param_") {
+                    params.push((param.to_owned(), value));
+                } else if name == "query" {
+                    if sql.is_some() {
+                        return Err(Refusal::bad(
+                            BAD_ARGUMENTS,
+                            "the query is given twice (URL and multipart)",
+                        ));
+                    }
+                    sql = Some(value);
+                }
+            }
+            (
+                sql.ok_or_else(|| Refusal::bad(BAD_ARGUMENTS, "no query in the multipart body"))?,
+                Vec::new(),
+            )
+        }
+        None => {
+            let body = if flag("decompress") {
+                compressed::decode(&body, MAX_BODY)?
+            } else {
+                body.to_vec()
+            };
+            match url_query {
+                Some(query) => (query.into_bytes(), body),
+                None => (body, Vec::new()),
+            }
+        }
+    };
+    if sql.iter().all(u8::is_ascii_whitespace) {
+        return Err(Refusal::bad(BAD_ARGUMENTS, "empty query"));
+    }
+
+    let mut request = match split_insert_format(&sql) {
+        Some((statement, input_format)) if !data.is_empty() => {
+            Request::from_bytes(statement.to_vec()).insert_data(input_format, data)
+        }
+        _ if data.is_empty() => Request::from_bytes(sql),
+        _ => {
+            // ClickHouse's own rule: the SQL, a newline, then the body.
+            let mut text = sql;
+            text.push(b'\n');
+            text.extend_from_slice(&data);
+            Request::from_bytes(text)
+        }
+    };
+    for (name, value) in params {
+        let value = String::from_utf8(value)
+            .map_err(|_| Refusal::bad(BAD_ARGUMENTS, format!("parameter {name} is not UTF-8")))?;
+        request = request.param(name, value);
+    }
+    for (name, value) in settings {
+        request = request.setting(name, value);
+    }
+    if let Some(db) = database.filter(|d| !d.is_empty()) {
+        request = request.database(db);
+    }
+    let format = format
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| DEFAULT_FORMAT.to_owned());
+    request = request.format(format.clone());
+
+    let output = tokio::task::spawn_blocking(move || engine.execute(&request))
+        .await
+        .map_err(|e| Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: UNKNOWN_EXCEPTION,
+            message: format!("the engine task failed: {e}"),
+        })??;
+    let output = if compress_response {
+        compressed::encode(&output)
+    } else {
+        output
+    };
+    let mut response = Response::new(Full::new(Bytes::from(output)));
+    if let Ok(value) = HeaderValue::from_str(&format) {
+        response.headers_mut().insert("X-ClickHouse-Format", value);
+    }
+    Ok(response)
+}
+
+/// Splits `INSERT ... FORMAT <name>` into the statement without its FORMAT
+/// clause and the format name; `INSERT ... VALUES` gives format `Values`.
+/// `None` for anything else.
+pub(crate) fn split_insert_format(sql: &[u8]) -> Option<(&[u8], String)> {
+    let trimmed = sql.trim_ascii();
+    let trimmed = trimmed
+        .strip_suffix(b";")
+        .unwrap_or(trimmed)
+        .trim_ascii_end();
+    let first_word_end = trimmed
+        .iter()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(trimmed.len());
+    if !trimmed[..first_word_end].eq_ignore_ascii_case(b"INSERT") {
+        return None;
+    }
+    let (before, last) = split_last_word(trimmed)?;
+    if last.eq_ignore_ascii_case(b"VALUES") {
+        return Some((before, "Values".to_owned()));
+    }
+    let (statement, keyword) = split_last_word(before)?;
+    if !keyword.eq_ignore_ascii_case(b"FORMAT")
+        || !last.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    {
+        return None;
+    }
+    let name = String::from_utf8(last.to_vec()).ok()?;
+    Some((statement, name))
+}
+
+/// `(text before the last word, trimmed; the last word)`.
+fn split_last_word(text: &[u8]) -> Option<(&[u8], &[u8])> {
+    let text = text.trim_ascii_end();
+    let start = text.iter().rposition(u8::is_ascii_whitespace)? + 1;
+    Some((text[..start].trim_ascii_end(), &text[start..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_format_is_split_off() {
+        let (statement, format) =
+            split_insert_format(b"INSERT INTO db.t(a,b) FORMAT RowBinary").expect("split");
+        assert_eq!(
+            (statement, format.as_str()),
+            (&b"INSERT INTO db.t(a,b)"[..], "RowBinary")
+        );
+        let (statement, format) = split_insert_format(b" insert into t values ; ").expect("split");
+        assert_eq!(
+            (statement, format.as_str()),
+            (&b"insert into t"[..], "Values")
+        );
+        assert_eq!(split_insert_format(b"SELECT 1 FORMAT JSON"), None);
+        assert_eq!(split_insert_format(b"INSERT INTO t SELECT 1"), None);
+        assert_eq!(split_insert_format(b"INSERT"), None);
+        assert_eq!(split_insert_format(b""), None);
+    }
+}
