@@ -386,3 +386,23 @@ fn reader_result_columns_follow_the_descriptor_table() {
     let table: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.name).collect();
     assert_eq!(names, table);
 }
+
+#[test]
+fn reader_a_cursor_token_round_trips_and_bad_tokens_are_typed_errors() {
+    let mut c = cursor();
+    c.tenant_id = "a:b%c".to_owned();
+    let token = c.to_token();
+    assert_eq!(Cursor::from_token(&token), Ok(c));
+    for bad in [
+        "",
+        "c1:1",
+        "c2:1:2:3:a:b:c",
+        "c1:x:2:00000000-0000-0000-0000-000000000005:a:b:c",
+        "c1:1:2:00000000-0000-0000-0000-000000000005:%zz:b:c",
+    ] {
+        assert!(
+            matches!(Cursor::from_token(bad), Err(ReaderError::BadCursor { .. })),
+            "{bad}"
+        );
+    }
+}

@@ -39,6 +39,14 @@ pub enum ReaderError {
         /// The tenant the cursor was issued for.
         cursor_tenant: String,
     },
+    /// A cursor token that [`crate::reader::Cursor::from_token`] cannot read.
+    #[error("cursor token {token:?} is not valid: {reason}")]
+    BadCursor {
+        /// The token given.
+        token: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A lookup asked for more ids than one call serves.
     #[error("a lookup of {requested} ids exceeds the limit of {max}; split the selection")]
     TooManyIds {

@@ -114,6 +114,81 @@ impl Cursor {
     }
 }
 
+impl Cursor {
+    /// The cursor as one opaque, printable token a caller can hand back
+    /// later (`c1:` then the fields, `:`-separated, with `%` and `:` escaped
+    /// inside the three strings).
+    pub fn to_token(&self) -> String {
+        format!(
+            "c1:{}:{}:{}:{}:{}:{}",
+            self.watermark,
+            self.captured_at_ns,
+            self.capture_id.hyphenated(),
+            escape(&self.tenant_id),
+            escape(&self.experiment_id),
+            escape(&self.run_id)
+        )
+    }
+
+    /// Parses a token made by [`Cursor::to_token`].
+    pub fn from_token(token: &str) -> Result<Self, ReaderError> {
+        let bad = |reason: &str| ReaderError::BadCursor {
+            token: token.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let parts: Vec<&str> = token.split(':').collect();
+        let [
+            version,
+            watermark,
+            captured_at_ns,
+            capture_id,
+            tenant,
+            experiment,
+            run,
+        ] = parts.as_slice()
+        else {
+            return Err(bad("expected 7 ':'-separated fields"));
+        };
+        if *version != "c1" {
+            return Err(bad("unknown cursor version"));
+        }
+        Ok(Self {
+            watermark: watermark
+                .parse()
+                .map_err(|_| bad("watermark is not a number"))?,
+            captured_at_ns: captured_at_ns
+                .parse()
+                .map_err(|_| bad("captured_at_ns is not a number"))?,
+            capture_id: Uuid::parse_str(capture_id).map_err(|_| bad("capture_id is not a UUID"))?,
+            tenant_id: unescape(tenant).ok_or_else(|| bad("bad escape in tenant_id"))?,
+            experiment_id: unescape(experiment)
+                .ok_or_else(|| bad("bad escape in experiment_id"))?,
+            run_id: unescape(run).ok_or_else(|| bad("bad escape in run_id"))?,
+        })
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('%', "%25").replace(':', "%3A")
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 3)?;
+        out.push(match code {
+            "25" => '%',
+            "3A" => ':',
+            _ => return None,
+        });
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// A search: filters, where to start, how many.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SearchQuery {
