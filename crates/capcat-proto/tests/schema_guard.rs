@@ -626,7 +626,7 @@ fn schema_ensure_on_a_fresh_server_creates_everything_and_stamps_last() {
 }
 
 #[test]
-fn schema_ensure_on_a_current_catalog_recreates_only_the_missing_view() {
+fn schema_ensure_on_a_current_catalog_reinstalls_the_views_and_reports_the_missing_one() {
     let t = tables();
     let rows = without(&current_table_rows(&t), &t.capture_view());
     let (issued, outcome) = drive(|name| match name {
@@ -649,7 +649,8 @@ fn schema_ensure_on_a_current_catalog_recreates_only_the_missing_view() {
             "schema.read_columns",
             "schema.read_stamp",
             "schema.count_membership",
-            "schema.create_capture_view"
+            "schema.create_capture_view",
+            "schema.create_pack_inventory_view"
         ]
     );
 }

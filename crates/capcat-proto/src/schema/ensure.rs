@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use crate::machine::{Failure, Input, Machine, Step};
 use crate::schema::error::SchemaError;
 use crate::schema::guard::{Diagnosis, Observed, ObservedObject, StampState, Verdict, judge};
-use crate::schema::objects::{CatalogObject, ObjectKind, create_schema, objects_by_name};
+use crate::schema::objects::{CatalogObject, ObjectKind, create_schema};
 use crate::schema::probe;
 use crate::statement::{Rows, Statement};
 use crate::tables::Tables;
@@ -18,9 +18,10 @@ pub enum EnsureOutcome {
     /// An install of this build had stopped before stamping; the idempotent
     /// DDL ran again and the catalog is now stamped.
     Completed,
-    /// The catalog was current. These views were missing and are recreated.
+    /// The catalog was current. Every view was reinstalled with this
+    /// build's definition; these had been missing.
     Current {
-        /// The views recreated (empty when nothing was missing).
+        /// The views that were missing (empty when none was).
         recreated_views: BTreeSet<String>,
     },
 }
@@ -50,8 +51,9 @@ enum State {
 /// Statements, in order: `schema.read_tables`, `schema.read_columns`,
 /// `schema.read_stamp` (only when the stamp table exists),
 /// `schema.count_membership` (only when every table is present and in
-/// shape), then the DDL the verdict calls for, ending with `schema.stamp`
-/// for a fresh or unfinished install. Nothing is created before the verdict,
+/// shape), then the DDL the verdict calls for: everything and
+/// `schema.stamp` for a fresh or unfinished install, every view (`CREATE OR
+/// REPLACE`) for a current catalog. Nothing is created before the verdict,
 /// so a refused catalog is left exactly as it was found.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EnsureSchema {
@@ -85,10 +87,12 @@ impl EnsureSchema {
             Verdict::Fresh => self.apply_all(EnsureOutcome::Created),
             Verdict::Incomplete { .. } => self.apply_all(EnsureOutcome::Completed),
             Verdict::Current { missing_views } => {
-                let by_name = objects_by_name(&self.tables);
-                let queue = missing_views
+                // Every view is reinstalled, not only the missing ones: a
+                // view holds no rows, `CREATE OR REPLACE` is idempotent, and
+                // a view left from an earlier build of the same schema
+                // version would otherwise keep serving its old definition.
+                let queue = CatalogObject::ALL
                     .iter()
-                    .filter_map(|name| by_name.get(name))
                     .filter(|o| o.kind() == ObjectKind::View)
                     .map(|o| o.create(&self.tables))
                     .collect();
