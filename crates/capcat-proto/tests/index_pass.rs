@@ -475,3 +475,34 @@ fn the_committed_read_decodes_rows_strictly() {
         })
     ));
 }
+
+/// The statement counts docs/benchmarks.md reports: an uncontended publish,
+/// and an index pass of 16 packs / 4,096 descriptor rows.
+#[test]
+fn statement_counts_of_an_uncontended_publish_and_a_16_pack_pass() {
+    let (mut cat, lease) = catalog_with_lease();
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease, batch(16, 256), SEED),
+        |s| cat.respond(s),
+        |_| 0,
+        1_000,
+    );
+    assert!(matches!(
+        run.outcome,
+        Ok(IndexReport::Indexed {
+            descriptors: 4_096,
+            ..
+        })
+    ));
+    let publish = run
+        .names()
+        .iter()
+        .filter(|n| n.starts_with("lease.") || n.starts_with("publish."))
+        .count();
+    println!(
+        "uncontended publish: {publish} statements; 16-pack / 4096-row index pass: {} statements",
+        run.statements.len()
+    );
+    assert_eq!(publish, 6);
+    assert_eq!(run.statements.len(), 1 + 3 + 5 + 6 + 1);
+}
