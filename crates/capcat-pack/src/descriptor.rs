@@ -42,6 +42,12 @@ struct Envelope {
     descriptor: String,
 }
 
+/// Only the version, from an envelope of any shape.
+#[derive(Deserialize)]
+struct VersionOnly {
+    format_version: u64,
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Descriptor {
@@ -124,22 +130,32 @@ pub(crate) fn encode(
 
 /// Parses and verifies the value of the `capcat` metadata key.
 ///
-/// The format version is read first, from a loosely parsed envelope, so that
-/// a pack from a newer writer is reported as an unknown version rather than
-/// as malformed.
+/// An envelope that is not version 1 is reported by its version (read from a
+/// loose parse that ignores other fields) rather than as malformed.
 pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
-    let loose: serde_json::Value = serde_json::from_str(value).map_err(malformed)?;
-    let version = loose
-        .get("format_version")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| malformed("the envelope has no integer `format_version`"))?;
+    let envelope: Envelope = match serde_json::from_str(value) {
+        Ok(envelope) => envelope,
+        Err(strict) => {
+            // Not a version-1 envelope: a newer writer's envelope may have
+            // other fields, so report its version when it has one.
+            if let Ok(loose) = serde_json::from_str::<VersionOnly>(value)
+                && loose.format_version != u64::from(FORMAT_VERSION)
+            {
+                return Err(PackError::UnsupportedFormatVersion {
+                    found: loose.format_version,
+                    supported: FORMAT_VERSION,
+                });
+            }
+            return Err(malformed(strict));
+        }
+    };
+    let version = envelope.format_version;
     if version != u64::from(FORMAT_VERSION) {
         return Err(PackError::UnsupportedFormatVersion {
             found: version,
             supported: FORMAT_VERSION,
         });
     }
-    let envelope: Envelope = serde_json::from_value(loose).map_err(malformed)?;
     let actual = Sha256Digest::of(envelope.descriptor.as_bytes());
     if actual != envelope.descriptor_sha256 {
         return Err(PackError::DescriptorChecksumMismatch {

@@ -261,6 +261,28 @@ fn an_entry_that_disagrees_with_the_descriptor_is_refused() {
 }
 
 #[test]
+fn a_duplicate_header_key_is_refused() {
+    let pack = sample();
+    let n = header_len(&pack.bytes);
+    let text = std::str::from_utf8(&pack.bytes[8..8 + n])
+        .expect("utf-8")
+        .trim_end();
+    // Repeat the first tensor entry verbatim: JSON parsers keep one of the
+    // two silently, so the reader must refuse rather than pick one.
+    let first = text.find("\"record/").expect("an entry");
+    let entry_end = first + text[first..].find('}').expect("entry end") + 1;
+    let doubled = format!("{},{}", &text[..entry_end], &text[first..]);
+    let mut bytes = (doubled.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(doubled.as_bytes());
+    bytes.extend(&pack.bytes[8 + n..]);
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::MalformedHeader { .. }),
+        "{error}"
+    );
+}
+
+#[test]
 fn an_unknown_dtype_is_refused() {
     let bytes = with_header(&sample().bytes, |h| {
         h.get_mut("record/00000000").expect("present")["dtype"] = "U16".into();
@@ -421,7 +443,9 @@ proptest! {
     /// Arbitrary bytes never panic the reader.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let _ = PackReader::from_bytes(bytes);
+        if PackReader::from_bytes(bytes.clone()).is_ok() {
+            prop_assert!(safetensors::SafeTensors::deserialize(&bytes).is_ok());
+        }
     }
 
     /// Any single flipped bit is caught when the expected pack digest is
@@ -432,7 +456,11 @@ proptest! {
         let mut bytes = pack.bytes.to_vec();
         let i = position.index(bytes.len());
         bytes[i] ^= 1 << bit;
-        let _ = PackReader::from_bytes(bytes.clone());
+        // Accepted without the digest (a flipped header padding space can
+        // still be JSON whitespace): then safetensors must accept it too.
+        if PackReader::from_bytes(bytes.clone()).is_ok() {
+            prop_assert!(safetensors::SafeTensors::deserialize(&bytes).is_ok());
+        }
         prop_assert!(PackReader::from_bytes_expecting(bytes, pack.info.pack_sha256).is_err());
     }
 }
