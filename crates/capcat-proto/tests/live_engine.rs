@@ -1,0 +1,295 @@
+//! Live tests: the real publication machines, driven against the real
+//! ClickHouse engine (libchdb through capcat-chdb). No fake evaluates SQL, so
+//! what only a server can decide (the fence over an empty lease table, the
+//! barrier, the fence against a successor) is decided here by a server.
+//!
+//! Needs `CAPCAT_LIBCHDB` (or the engine in the cache dir); skips with a
+//! message otherwise, unless `CAPCAT_REQUIRE_ENGINES=1`.
+
+use std::sync::OnceLock;
+
+use capcat_chdb::{Engine, Request};
+use capcat_proto::config::Config;
+use capcat_proto::descriptor::CaptureDescriptor;
+use capcat_proto::{
+    ColumnType, Expect, Failure, IndexPass, IndexReport, Input, Lease, LeaseClaim, Machine,
+    Publish, PublishOutcome, Rows, Statement, Step, Tables, Value, lease, publish,
+};
+use uuid::Uuid;
+
+/// The one engine of this test process (libchdb opens one data path per
+/// process), or `None` (after saying so) when it is not installed. Each test
+/// uses its own table prefix on it.
+fn engine(test: &str) -> Option<&'static Engine> {
+    static ENGINE: OnceLock<Option<Engine>> = OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        if !capcat_chdb::library_path().is_ok_and(|p| p.exists()) {
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("capcat-proto-live-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Some(Engine::open(&dir).expect("the engine opens a fresh data path"))
+    });
+    if engine.is_none() {
+        assert!(
+            std::env::var("CAPCAT_REQUIRE_ENGINES").as_deref() != Ok("1"),
+            "CAPCAT_REQUIRE_ENGINES=1 but libchdb is not available"
+        );
+        println!("skipping {test}: libchdb not available (set CAPCAT_LIBCHDB)");
+    }
+    engine.as_ref()
+}
+
+fn unescape(field: &str) -> String {
+    let mut out = String::new();
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some('0') => out.push('\0'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Executes `stmt` the way an adapter does: parameters as text, settings
+/// applied, rows decoded by the statement's expected column types.
+fn execute(engine: &Engine, stmt: &Statement) -> Input {
+    let mut request = Request::new(stmt.sql.clone())
+        .format("TabSeparated")
+        .max_execution_time_s(stmt.settings.max_execution_time_s)
+        .select_sequential_consistency(stmt.settings.select_sequential_consistency);
+    for (name, param) in &stmt.params {
+        request = request.param(name.clone(), param.to_text());
+    }
+    let out = match engine.execute(&request) {
+        Ok(out) => String::from_utf8(out).expect("utf-8 output"),
+        Err(e) => {
+            return Input::Failed(Failure::Server {
+                code: e.code().unwrap_or(0),
+                message: e.to_string(),
+            });
+        }
+    };
+    let Expect::Rows(cols) = &stmt.expect else {
+        return Input::Rows(Rows::empty());
+    };
+    let rows = out
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            line.split('\t')
+                .zip(cols)
+                .map(|(field, col)| match col.ty {
+                    ColumnType::Uuid => Value::Uuid(Uuid::parse_str(field).expect("uuid")),
+                    ColumnType::String => Value::String(unescape(field)),
+                    _ => Value::UInt64(field.parse().expect("unsigned integer")),
+                })
+                .collect()
+        })
+        .collect();
+    Input::Rows(Rows(rows))
+}
+
+fn drive<M: Machine>(engine: &Engine, m: &mut M) -> M::Outcome {
+    for _ in 0..1_000 {
+        match m.poll() {
+            Step::Execute(stmt) => {
+                let input = execute(engine, &stmt);
+                m.handle(input);
+            }
+            Step::Draw { below } => m.handle(Input::Drawn(below / 2)),
+            Step::Done(outcome) => return outcome,
+        }
+    }
+    panic!("machine did not finish");
+}
+
+fn count(engine: &Engine, sql: &str) -> u64 {
+    let out = engine
+        .execute(&Request::new(sql).format("TabSeparated"))
+        .expect("count query");
+    String::from_utf8_lossy(&out)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+fn setup(engine: &Engine, tables: &Tables) {
+    for stmt in capcat_proto::schema::create_schema(tables) {
+        assert!(
+            matches!(execute(engine, &stmt), Input::Rows(_)),
+            "{}",
+            stmt.name
+        );
+    }
+}
+
+fn acquire(engine: &Engine, tables: &Tables, holder: &str, id: u128) -> Lease {
+    let mut m = LeaseClaim::acquire(
+        tables.clone(),
+        Config::default(),
+        holder.into(),
+        None,
+        Uuid::from_u128(id),
+    );
+    drive(engine, &mut m).expect("acquired")
+}
+
+/// Seed bug, server half: the tuple-comparing fence raised `Code: 125` on an
+/// empty lease table. The counting fence refuses quietly and writes nothing.
+#[test]
+fn empty_lease_table_fence_refuses_without_a_server_error() {
+    let Some(engine) = engine("empty_fence") else {
+        return;
+    };
+    let t = Tables::new("live_empty").expect("prefix");
+    setup(engine, &t);
+    let stmt = publish::sql::insert_watermark(
+        &t,
+        &Config::default(),
+        1,
+        Uuid::from_u128(5),
+        Uuid::from_u128(1),
+    );
+    let input = execute(engine, &stmt);
+    assert!(
+        matches!(input, Input::Rows(_)),
+        "the fenced INSERT ran: {input:?}"
+    );
+    assert_eq!(
+        count(engine, "SELECT count() FROM live_empty_index_watermark"),
+        0
+    );
+}
+
+#[test]
+fn an_index_pass_publishes_on_the_real_engine_and_a_rerun_writes_nothing() {
+    let Some(engine) = engine("index_pass") else {
+        return;
+    };
+    let t = Tables::new("live_index").expect("prefix");
+    setup(engine, &t);
+    let lease = acquire(engine, &t, "indexer", 1);
+    let descriptors: Vec<CaptureDescriptor> = (0..4u128)
+        .map(|i| {
+            let mut d = CaptureDescriptor {
+                tenant_id: "tenant".into(),
+                capture_id: Uuid::from_u128(100 + i),
+                shape: vec![2, 2],
+                ..CaptureDescriptor::default()
+            };
+            d.locator.store_id = "store".into();
+            d.locator.pack_id = Uuid::from_u128(1_000 + i % 2);
+            d
+        })
+        .collect();
+    let mut pass = IndexPass::new(
+        t.clone(),
+        Config::default(),
+        lease.clone(),
+        descriptors.clone(),
+        Uuid::from_u128(0xabc),
+    );
+    let report = drive(engine, &mut pass).expect("indexed");
+    let IndexReport::Indexed { version, packs, .. } = report else {
+        panic!("{report:?}")
+    };
+    assert_eq!((version, packs.len()), (1, 2));
+    let paired = count(
+        &engine,
+        "SELECT count() FROM live_index_snapshot_manifest m INNER JOIN live_index_index_watermark w \
+         ON m.index_version = w.index_version AND m.publish_id = w.publish_id",
+    );
+    assert_eq!(paired, 2, "both packs admitted by a paired watermark row");
+    assert_eq!(
+        count(
+            &engine,
+            "SELECT count() FROM live_index_capture_raw WHERE index_version = 1"
+        ),
+        4
+    );
+    let mut again = IndexPass::new(
+        t.clone(),
+        Config::default(),
+        pass.lease().clone(),
+        descriptors,
+        Uuid::from_u128(0xdef),
+    );
+    assert!(matches!(
+        drive(engine, &mut again),
+        Ok(IndexReport::NothingToDo { .. })
+    ));
+    assert_eq!(
+        count(engine, "SELECT count() FROM live_index_version_claims"),
+        1,
+        "no claim on a no-op pass"
+    );
+}
+
+/// `FencedOutWritesNothing` on a server: a successor's lease lands between
+/// the publisher's renewal and its guarded INSERTs.
+#[test]
+fn a_successor_between_renewal_and_the_inserts_fences_the_publisher_out() {
+    let Some(engine) = engine("takeover") else {
+        return;
+    };
+    let t = Tables::new("live_takeover").expect("prefix");
+    setup(engine, &t);
+    let lease = acquire(engine, &t, "stalled", 1);
+    let packs = [("store".to_owned(), Uuid::from_u128(7))]
+        .into_iter()
+        .collect();
+    let mut m = Publish::new(
+        t.clone(),
+        Config::default(),
+        lease.clone(),
+        1,
+        packs,
+        Uuid::from_u128(50),
+    );
+    loop {
+        match m.poll() {
+            Step::Execute(stmt) if stmt.name.starts_with("lease.") => {
+                let input = execute(engine, &stmt);
+                m.handle(input);
+            }
+            Step::Draw { .. } => m.handle(Input::Drawn(0)),
+            Step::Execute(_) => break,
+            Step::Done(o) => panic!("renewal failed: {o:?}"),
+        }
+    }
+    // A successor's live claim above the renewed term.
+    let successor = lease::sql::insert_claim(
+        &t,
+        m.lease().term + 5,
+        Uuid::from_u128(2),
+        "successor",
+        30_000_000_000,
+    );
+    assert!(matches!(execute(engine, &successor), Input::Rows(_)));
+    let outcome = drive(engine, &mut m);
+    assert!(
+        matches!(outcome, Ok(PublishOutcome::LeaseLost { head: Some(ref h), .. }) if h.holder == "successor"),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        count(
+            &engine,
+            "SELECT count() FROM live_takeover_snapshot_manifest"
+        ),
+        0,
+        "no inert row either"
+    );
+    assert_eq!(
+        count(engine, "SELECT count() FROM live_takeover_index_watermark"),
+        0
+    );
+}
