@@ -223,6 +223,17 @@ impl Engine {
         result
     }
 
+    /// [`Engine::execute`] on tokio's blocking pool, for async callers.
+    #[cfg(feature = "tokio")]
+    pub async fn execute_async(&self, request: Request) -> Result<Vec<u8>, ChdbError> {
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.execute(&request))
+            .await
+            .map_err(|e| ChdbError::TaskFailed {
+                reason: e.to_string(),
+            })?
+    }
+
     /// The pool's current state.
     pub fn stats(&self) -> PoolStats {
         self.inner.pool.stats()

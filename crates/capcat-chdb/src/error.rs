@@ -83,6 +83,13 @@ pub enum ChdbError {
     /// connection).
     #[error("libchdb returned no result for the statement")]
     NullResult,
+    /// The blocking task that ran the statement panicked or was cancelled
+    /// (only from [`crate::Engine::execute_async`]).
+    #[error("the engine task failed: {reason}")]
+    TaskFailed {
+        /// tokio's description of the failure.
+        reason: String,
+    },
     /// Every connection of the pool stayed busy for the whole acquire timeout.
     #[error("no engine connection became free within {waited_ms} ms ({max} in use)")]
     PoolTimeout {

@@ -83,6 +83,23 @@ fn the_shorthand_query_binds_params_and_format() {
     });
 }
 
+#[cfg(feature = "tokio")]
+#[test]
+fn execute_async_runs_on_the_blocking_pool() {
+    isolated("execute_async_runs_on_the_blocking_pool", || {
+        let dir = temp_dir("chdb-async");
+        let engine = Engine::open(dir.path()).expect("open");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let out = runtime
+            .block_on(engine.execute_async(Request::new("SELECT {x:String}").param("x", "a'b")))
+            .expect("execute_async");
+        assert_eq!(text(out), "a\\'b\n", "TabSeparated escapes the quote");
+    });
+}
+
 #[test]
 fn per_query_settings_apply_to_that_query_only() {
     isolated("per_query_settings_apply_to_that_query_only", || {

@@ -271,13 +271,7 @@ async fn answer(
         .unwrap_or_else(|| DEFAULT_FORMAT.to_owned());
     request = request.format(format.clone());
 
-    let output = tokio::task::spawn_blocking(move || engine.execute(&request))
-        .await
-        .map_err(|e| Refusal {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: UNKNOWN_EXCEPTION,
-            message: format!("the engine task failed: {e}"),
-        })??;
+    let output = engine.execute_async(request).await?;
     let output = if compress_response {
         compressed::encode(&output)
     } else {
