@@ -316,7 +316,7 @@ fn schema_a_leftover_legacy_table_alone_is_dropped_not_rebuilt() {
     let r = refusal(judge(&t, &observed(&rows, &[], StampState::Absent, None)));
     assert_eq!(
         r.diagnosis,
-        Diagnosis::StrayLegacy {
+        Diagnosis::Leftovers {
             objects: BTreeSet::from(["cc_pack_commit_log".to_owned()])
         }
     );
@@ -746,5 +746,34 @@ fn schema_malformed_probe_rows_are_a_typed_error() {
             })
         ),
         "{outcome:?}"
+    );
+}
+
+#[test]
+fn schema_views_without_any_table_are_dropped_not_rebuilt() {
+    let t = tables();
+    let rows = vec![
+        (t.capture_view(), "View".to_owned(), String::new()),
+        (
+            "cc_pack_commit_log".to_owned(),
+            "MergeTree".to_owned(),
+            String::new(),
+        ),
+    ];
+    let r = refusal(judge(&t, &observed(&rows, &[], StampState::Absent, None)));
+    assert_eq!(
+        r.diagnosis,
+        Diagnosis::Leftovers {
+            objects: BTreeSet::from([t.capture_view(), "cc_pack_commit_log".to_owned()])
+        }
+    );
+    assert_eq!(
+        r.instruction,
+        Instruction::DropAndRerun {
+            drops: vec![
+                "DROP VIEW IF EXISTS cc_capture".to_owned(),
+                "DROP TABLE IF EXISTS cc_pack_commit_log".to_owned()
+            ]
+        }
     );
 }

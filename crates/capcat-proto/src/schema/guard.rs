@@ -158,9 +158,9 @@ pub enum Diagnosis {
         /// The offending objects, by name.
         objects: BTreeMap<String, WrongKind>,
     },
-    /// Only objects of an earlier design remain (a drop that missed them).
-    /// Nothing survives to rebuild from.
-    StrayLegacy {
+    /// No table of ours stands, only views and objects of an earlier design
+    /// (a drop that missed them). Nothing survives to rebuild from.
+    Leftovers {
         /// The leftover objects.
         objects: BTreeSet<String>,
     },
@@ -352,16 +352,28 @@ pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
         .map(|o| o.name(tables))
         .filter(|name| observed.objects.contains_key(name))
         .collect();
-    if present.is_empty() {
-        let drops = legacy_present
+    // Without a single table of ours there are no catalog rows: whatever
+    // stands (views, an earlier design's leftovers) is dropped and the
+    // install rerun. Prescribing the full rebuild here would send an
+    // operator to re-index every pack over tables that do not exist.
+    let tables_present = ours
+        .iter()
+        .any(|(o, name)| o.kind() == ObjectKind::Table && present.contains(name));
+    if !tables_present {
+        let mut drops: Vec<String> = ours
             .iter()
-            .map(|name| format!("DROP TABLE IF EXISTS {name}"))
+            .filter(|(_, name)| present.contains(name))
+            .map(|(o, name)| format!("DROP {} IF EXISTS {name}", o.kind().keyword()))
             .collect();
+        drops.extend(
+            legacy_present
+                .iter()
+                .map(|name| format!("DROP TABLE IF EXISTS {name}")),
+        );
+        let objects = present.union(&legacy_present).cloned().collect();
         return refuse(
             tables,
-            Diagnosis::StrayLegacy {
-                objects: legacy_present,
-            },
+            Diagnosis::Leftovers { objects },
             Instruction::DropAndRerun { drops },
         );
     }

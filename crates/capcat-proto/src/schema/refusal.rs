@@ -125,10 +125,10 @@ impl fmt::Display for Diagnosis {
                     items.join("; ")
                 )
             }
-            Self::StrayLegacy { objects } => write!(
+            Self::Leftovers { objects } => write!(
                 f,
-                "the catalog holds nothing of this build, only {} left by an earlier design; \
-                 nothing survives to rebuild from",
+                "the catalog holds no table of this build, only {}, which are views or objects \
+                 of an earlier design and hold no catalog rows; nothing survives to rebuild from",
                 names(objects)
             ),
             Self::Unstamped(unstamped) => unstamped.fmt(f),
