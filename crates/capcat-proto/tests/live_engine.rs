@@ -204,14 +204,14 @@ fn an_index_pass_publishes_on_the_real_engine_and_a_rerun_writes_nothing() {
     };
     assert_eq!((version, packs.len()), (1, 2));
     let paired = count(
-        &engine,
+        engine,
         "SELECT count() FROM live_index_snapshot_manifest m INNER JOIN live_index_index_watermark w \
          ON m.index_version = w.index_version AND m.publish_id = w.publish_id",
     );
     assert_eq!(paired, 2, "both packs admitted by a paired watermark row");
     assert_eq!(
         count(
-            &engine,
+            engine,
             "SELECT count() FROM live_index_capture_raw WHERE index_version = 1"
         ),
         4
@@ -282,7 +282,7 @@ fn a_successor_between_renewal_and_the_inserts_fences_the_publisher_out() {
     );
     assert_eq!(
         count(
-            &engine,
+            engine,
             "SELECT count() FROM live_takeover_snapshot_manifest"
         ),
         0,
