@@ -62,6 +62,7 @@ pub(crate) fn ensure_libchdb() -> Result<PathBuf> {
 /// half-written `libchdb.so` that a later run would trust.
 fn fetch_into(dir: &Path, target: &Path) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    remove_stale_fetches(dir);
     let work = dir.join(format!("fetch-{}", std::process::id()));
     // A leftover from a crashed run with the same pid is garbage; start clean.
     let _ignored = fs::remove_dir_all(&work);
@@ -71,6 +72,31 @@ fn fetch_into(dir: &Path, target: &Path) -> Result<()> {
         eprintln!("xtask: could not remove {}: {e}", work.display());
     }
     result
+}
+
+/// Removes `fetch-*` work directories of interrupted runs (each can hold
+/// 750 MB). Only those untouched for an hour: a younger one may belong to a
+/// fetch running in parallel.
+fn remove_stale_fetches(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let hour = std::time::Duration::from_secs(3600);
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with("fetch-")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > hour);
+        if stale {
+            eprintln!("xtask: removing the stale {}", entry.path().display());
+            if let Err(e) = fs::remove_dir_all(entry.path()) {
+                eprintln!("xtask: could not remove {}: {e}", entry.path().display());
+            }
+        }
+    }
 }
 
 fn fetch_in(work: &Path, target: &Path) -> Result<()> {
