@@ -381,13 +381,14 @@ struct PoolState {
 }
 
 impl Pool {
-    fn new(options: EngineOptions) -> Self {
+    fn new(mut options: EngineOptions) -> Self {
+        // The fields are public, so a zero bound can arrive here; it would make
+        // every statement wait out its acquire timeout.
+        options.max_connections = options.max_connections.max(1);
         Self {
             state: Mutex::new(PoolState::default()),
             freed: Condvar::new(),
-            options: options
-                .clone()
-                .with_max_connections(options.max_connections),
+            options,
         }
     }
 

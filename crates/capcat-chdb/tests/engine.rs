@@ -27,7 +27,8 @@ fn params_bind_strings_with_quotes_and_arrays_of_tuples() {
         || {
             let dir = temp_dir("chdb-params");
             let engine = Engine::open(dir.path()).expect("open");
-            let nasty = "it's a \"quote\", a \\ backslash,\ta tab,\na newline and {braces}";
+            let nasty =
+                "it's a \"quote\", a \\ backslash,\ta tab,\na newline, a \0 NUL and {braces}";
             let pack = Uuid::from_u128(0x6f1c_7e3a_0000_4000_8000_0000_0000_0001);
             let params = [
                 ("s", Param::String(nasty.into())),
