@@ -518,6 +518,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn engines_cross_threads_and_tasks() {
+        // Callers share one Engine between threads and tokio tasks; this stops
+        // compiling if a field ever makes it !Send or !Sync.
+        fn shareable<T: Send + Sync + Clone + 'static>() {}
+        shareable::<Engine>();
+    }
+
+    #[test]
     fn session_changing_statements_are_recognised() {
         assert!(changes_session(b"SET x = 1"));
         assert!(changes_session(b"  use db"));
