@@ -144,6 +144,48 @@ fn the_clickhouse_crate_runs_unchanged_against_the_front() {
     );
 }
 
+#[test]
+fn requests_through_the_front_run_in_parallel() {
+    isolated("requests_through_the_front_run_in_parallel", || {
+        let dir = temp_dir("chdb-front-parallel");
+        let engine = Engine::open(dir.path()).expect("open");
+        runtime().block_on(async {
+            let (_addr, front) = HttpFront::start(engine).await.expect("start the front");
+            let client = Client::default().with_url(front.url());
+            let marker = format!("front{}", std::process::id());
+            let slow = {
+                let client = client.clone();
+                let sql = format!("SELECT sleep(2), '{marker}'");
+                tokio::spawn(async move { client.query(&sql).execute().await })
+            };
+            // Not a timing assertion: a second request sees the first one
+            // running in system.processes, so the front did not serialise them.
+            let mut seen = false;
+            // Bounded: the slow statement lasts 2 s; 40 polls of 50 ms cover it.
+            for _ in 0..40 {
+                let count = client
+                    .query(
+                        "SELECT count() FROM system.processes \
+                         WHERE query LIKE concat('%sleep(2)%', {m:String}, '%') \
+                         AND query NOT LIKE '%system.processes%'",
+                    )
+                    .param("m", marker.as_str())
+                    .fetch_one::<u64>()
+                    .await
+                    .expect("probe");
+                if count == 1 {
+                    seen = true;
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            slow.await.expect("slow task").expect("slow statement");
+            assert!(seen, "the second request never saw the first one running");
+            front.shutdown().await;
+        });
+    });
+}
+
 /// One HTTP/1.1 request over a fresh connection; returns (status, headers, body).
 fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).expect("connect to the front");
