@@ -28,7 +28,9 @@ pub(crate) fn repo_root() -> PathBuf {
 /// Runs `command`, echoing it first, and fails with its exit status.
 pub(crate) fn run(command: &mut Command) -> Result<()> {
     eprintln!("xtask: running {command:?}");
-    let status = command.status().map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
     if status.success() {
         Ok(())
     } else {

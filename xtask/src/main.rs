@@ -44,9 +44,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "test" => test::run(rest),
         "fetch-engine" => engine::ensure_libchdb().map(|path| println!("{}", path.display())),
-        "build-s3-server" => {
-            s3_server::ensure_binary().map(|path| println!("{}", path.display()))
-        }
+        "build-s3-server" => s3_server::ensure_binary().map(|path| println!("{}", path.display())),
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
         "help" | "--help" | "-h" => {

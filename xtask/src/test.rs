@@ -22,7 +22,9 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
 
     // Every crate's unit, property, model and live tests.
     let mut nextest = Command::new("cargo");
-    nextest.args(["nextest", "run", "--workspace", "--profile", "ci"]).args(extra);
+    nextest
+        .args(["nextest", "run", "--workspace", "--profile", "ci"])
+        .args(extra);
     with_engines(&mut nextest);
     cache::run(&mut nextest)?;
 
@@ -30,7 +32,16 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     // `clickhouse` crate's code path runs against the same engine.
     let mut over_http = Command::new("cargo");
     over_http
-        .args(["nextest", "run", "--profile", "ci", "-p", "capcat-clickhouse", "--test", "live"])
+        .args([
+            "nextest",
+            "run",
+            "--profile",
+            "ci",
+            "-p",
+            "capcat-clickhouse",
+            "--test",
+            "live",
+        ])
         .env("CAPCAT_CATALOG_TRANSPORT", "http");
     with_engines(&mut over_http);
     cache::run(&mut over_http)?;

@@ -101,7 +101,16 @@ mod tests {
 
     #[test]
     fn prefixes_that_could_break_out_of_an_identifier_are_refused() {
-        for bad in ["", "1abc", "a-b", "a b", "a;DROP", "a`b", "é", &"x".repeat(49)] {
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "a;DROP",
+            "a`b",
+            "é",
+            &"x".repeat(49),
+        ] {
             assert!(Tables::new(bad).is_err(), "{bad:?} was accepted");
         }
         for good in ["capcat", "_t", "test_01", &"x".repeat(48)] {
