@@ -76,10 +76,17 @@ impl RangeRead for FileRange {
 
 /// Fetches the payload `locator` names with one range read and verifies its
 /// length and SHA-256.
+///
+/// An empty payload (a zero-sized tensor) is not read at all: an HTTP range
+/// cannot express zero bytes, so no store is asked to. Its digest is still
+/// checked (it must be the digest of no bytes).
 pub fn hydrate<R: RangeRead + ?Sized>(
     source: &mut R,
     locator: &RecordLocator,
 ) -> Result<Bytes, PackError> {
+    if locator.length == 0 {
+        return verify_hydrated(locator, Bytes::new());
+    }
     let bytes = source
         .read_range(locator.offset, locator.length)
         .map_err(|source| PackError::RangeRead {
@@ -91,13 +98,17 @@ pub fn hydrate<R: RangeRead + ?Sized>(
 }
 
 /// [`hydrate`] for an asynchronous range read (an S3 ranged GET): `read`
-/// is called once with `(offset, length)`. No runtime is assumed.
+/// is called once with `(offset, length)`, or not at all for an empty
+/// payload. No runtime is assumed.
 pub async fn hydrate_async<F, Fut, E>(locator: &RecordLocator, read: F) -> Result<Bytes, PackError>
 where
     F: FnOnce(u64, u64) -> Fut,
     Fut: Future<Output = Result<Bytes, E>>,
     E: Into<RangeReadError>,
 {
+    if locator.length == 0 {
+        return verify_hydrated(locator, Bytes::new());
+    }
     let bytes = read(locator.offset, locator.length)
         .await
         .map_err(|e| PackError::RangeRead {

@@ -67,6 +67,34 @@ fn a_closure_serves_one_range_read_per_record() {
 }
 
 #[test]
+fn an_empty_payload_is_verified_without_a_range_read() {
+    let mut writer = PackWriter::new(Uuid::nil(), PackLimits::default());
+    writer
+        .append(common::meta(0, Dtype::F32, &[0, 3]), Bytes::new())
+        .expect("valid");
+    let pack = writer.seal().expect("seals");
+    let locator = pack.info.records[0];
+    assert_eq!(locator.length, 0);
+    let mut read = |_: u64, _: u64| -> Result<Bytes, std::io::Error> {
+        panic!("a zero-byte range must not reach the store")
+    };
+    assert!(hydrate(&mut read, &locator).expect("verifies").is_empty());
+    let payload = ready(hydrate_async(&locator, |_, _| async {
+        Err::<Bytes, _>(std::io::Error::other(
+            "a zero-byte range must not reach the store",
+        ))
+    }))
+    .expect("verifies");
+    assert!(payload.is_empty());
+    let mut wrong = locator;
+    wrong.sha256 = capcat_pack::Sha256Digest::of(b"x");
+    assert!(matches!(
+        hydrate(&mut read, &wrong),
+        Err(PackError::PayloadChecksumMismatch { .. })
+    ));
+}
+
+#[test]
 fn hydrated_values_decode_exactly() {
     let pack = sample();
     let payload = hydrate(&mut InMemory(pack.bytes.clone()), &pack.info.records[1]).expect("ok");
