@@ -1,6 +1,7 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -80,7 +81,17 @@ impl PackReader {
         let descriptor = descriptor::decode(envelope)?;
         let mut entries = header.entries;
         let mut locators = Vec::with_capacity(descriptor.records.len());
+        // The writer refuses a second record for one capture identity; so
+        // does the reader, or the catalog would get two rows that collapse.
+        let mut identities = BTreeSet::new();
         for record in &descriptor.records {
+            let identity = &record.metadata.identity;
+            if !identities.insert((identity.tenant_id.as_str(), identity.capture_id)) {
+                return Err(PackError::DuplicateCapture {
+                    tenant_id: identity.tenant_id.clone(),
+                    capture_id: identity.capture_id,
+                });
+            }
             let key = tensor_key(record.index);
             let entry = entries
                 .remove(&key)

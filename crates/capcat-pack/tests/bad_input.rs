@@ -315,6 +315,14 @@ fn missing_and_unexpected_tensors_are_refused() {
 }
 
 #[test]
+fn a_duplicate_capture_identity_is_refused_on_read() {
+    let bytes = with_descriptor(&sample().bytes, true, |d| {
+        d["records"][2]["capture_id"] = d["records"][0]["capture_id"].clone();
+    });
+    assert!(matches!(open(bytes), PackError::DuplicateCapture { .. }));
+}
+
+#[test]
 fn a_bool_byte_other_than_zero_or_one_is_refused_on_read() {
     let pack = sample();
     let locator = pack.info.records[1];
