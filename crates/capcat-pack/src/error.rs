@@ -283,8 +283,9 @@ pub enum PackError {
         #[source]
         source: std::io::Error,
     },
-    /// The `safetensors` crate refused a file this crate accepted or built:
-    /// a bug in one of the two, reported rather than hidden.
+    /// The `safetensors` crate refused to serialize the pack: in practice a
+    /// header over its 100 MB limit (too many records or too much metadata
+    /// for one pack; seal smaller packs).
     #[error("safetensors refused the pack: {reason}")]
     Safetensors {
         /// What safetensors said.
