@@ -84,9 +84,11 @@ fn reader_golden_search_page() {
               AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64}))
               AND (tenant_id, experiment_id, run_id, captured_at_ns, capture_id) > ({after_tenant_id:String}, {after_experiment_id:String}, {after_run_id:String}, {after_captured_at_ns:UInt64}, {after_capture_id:UUID})
             GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
+            ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
+            LIMIT {limit:UInt64}
         )
         ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
-        LIMIT {limit:UInt64}"#]].assert_eq(&statement.sql);
+        SETTINGS optimize_aggregation_in_order = 1"#]].assert_eq(&statement.sql);
     let params: Vec<String> = statement
         .params
         .iter()
@@ -405,4 +407,26 @@ fn reader_a_cursor_token_round_trips_and_bad_tokens_are_typed_errors() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn reader_a_page_limits_inside_the_aggregation_in_key_order() {
+    // Without this the GROUP BY aggregates every matching row before the
+    // LIMIT applies: ~1 s per page at 50,000 captures instead of ~25 ms.
+    let sql = search_page(&tables(), &tenant_query(), 7)
+        .expect("valid query")
+        .sql;
+    let inner_end = sql.rfind("\n)").expect("a subquery");
+    assert!(
+        sql[..inner_end].ends_with(
+            "GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id\n    \
+             ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id\n    \
+             LIMIT {limit:UInt64}"
+        ),
+        "{sql}"
+    );
+    assert!(
+        sql.ends_with("SETTINGS optimize_aggregation_in_order = 1"),
+        "{sql}"
+    );
 }

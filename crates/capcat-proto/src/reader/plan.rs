@@ -60,11 +60,29 @@ pub fn decode_watermark(rows: &Rows) -> Result<u64, ReaderError> {
     }
 }
 
-fn resolving_sql(tables: &Tables, conditions: &[String], tail: &str) -> String {
+/// The resolving query: filters and membership, GROUP BY identity, one
+/// aggregate, unpacked outside.
+///
+/// A page (`limit`) orders and limits INSIDE the aggregation with
+/// `optimize_aggregation_in_order`: the GROUP BY key is the sort key's
+/// prefix, so the server aggregates groups in key order and stops after
+/// `limit`. Without it every page aggregates every matching row before the
+/// LIMIT applies (measured on 50,000 captures: ~1 s against ~25 ms per page;
+/// docs/benchmarks.md). A lookup has no limit and stays an ordinary
+/// aggregation over the ids it names.
+fn resolving_sql(tables: &Tables, conditions: &[String], limit: bool) -> String {
     let identity = CAPTURE_IDENTITY.join(", ");
+    let (inner_tail, settings) = if limit {
+        (
+            format!("\n    ORDER BY {identity}\n    LIMIT {{limit:UInt64}}"),
+            "\nSETTINGS optimize_aggregation_in_order = 1",
+        )
+    } else {
+        (String::new(), "")
+    };
     format!(
         "SELECT {outer}\nFROM (\n    SELECT {inner}\n    FROM {raw}\n    WHERE {conditions}\n    \
-         GROUP BY {identity}\n)\nORDER BY {identity}{tail}",
+         GROUP BY {identity}{inner_tail}\n)\nORDER BY {identity}{settings}",
         outer = outer_select_list(),
         inner = inner_select_list(),
         raw = tables.capture_raw(),
@@ -120,7 +138,7 @@ pub fn search_page(
     params.insert("limit".to_owned(), Param::UInt64(query.page_size.get() + 1));
     Ok(Statement {
         name: "reader.search_page",
-        sql: resolving_sql(tables, &conditions, "\nLIMIT {limit:UInt64}"),
+        sql: resolving_sql(tables, &conditions, true),
         params,
         settings: Settings::default(),
         expect: Expect::Rows(result_columns()),
@@ -159,7 +177,7 @@ pub fn get_by_ids(
             ];
             Statement {
                 name: "reader.get_by_ids",
-                sql: resolving_sql(tables, &conditions, ""),
+                sql: resolving_sql(tables, &conditions, false),
                 params,
                 settings: Settings::default(),
                 expect: Expect::Rows(result_columns()),
