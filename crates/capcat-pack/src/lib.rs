@@ -17,6 +17,47 @@
 //!   locator; [`RangeRead`] lets a store serve the range.
 //! - [`TensorSummary`] (version 2): exact order statistics for integers.
 //! - [`PackError`]: every bad input, typed; the reader never panics.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//!
+//! use capcat_pack::{
+//!     CaptureIdentity, Dtype, InMemory, PackLimits, PackReader, PackWriter, RecordMetadata,
+//!     SummaryScalar, TensorValues, hydrate,
+//! };
+//! use uuid::Uuid;
+//!
+//! let metadata = RecordMetadata {
+//!     identity: CaptureIdentity {
+//!         tenant_id: "t".into(),
+//!         experiment_id: "e".into(),
+//!         run_id: "r".into(),
+//!         captured_at_ns: 1,
+//!         capture_id: Uuid::from_u128(1),
+//!     },
+//!     model: "m".into(),
+//!     module_path: "model.layers.0".into(),
+//!     hook: "forward_output".into(),
+//!     step: 0,
+//!     tensor_name: "out".into(),
+//!     dtype: Dtype::I64,
+//!     shape: vec![2],
+//!     tags: BTreeMap::new(),
+//! };
+//! let mut writer = PackWriter::new(Uuid::from_u128(7), PackLimits::default());
+//! writer.append_values(metadata, &TensorValues::I64(vec![i64::MAX - 1, i64::MAX]))?;
+//! let sealed = writer.seal()?;
+//!
+//! // The catalog keeps `sealed.info`; the store keeps `sealed.bytes`.
+//! let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)?;
+//! let summary = reader.summary(0)?;
+//! assert_eq!(summary.maximum, Some(SummaryScalar::Int(i128::from(i64::MAX))));
+//!
+//! // One range read for one record, verified against its locator.
+//! let payload = hydrate(&mut InMemory(sealed.bytes), &sealed.info.records[0])?;
+//! assert_eq!(payload.len(), 16);
+//! # Ok::<(), capcat_pack::PackError>(())
+//! ```
 
 #![forbid(unsafe_code)]
 
