@@ -372,6 +372,45 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Against an independent oracle: the order statistics of any
+        /// integer tensor are its exact extremes, never a rounded float.
+        #[test]
+        fn integer_order_statistics_are_the_exact_extremes(
+            values in proptest::collection::vec(proptest::num::i64::ANY, 1..64),
+        ) {
+            let s = TensorSummary::of_values(&TensorValues::I64(values.clone()));
+            let lo = values.iter().copied().min().map(i128::from);
+            let hi = values.iter().copied().max().map(i128::from);
+            let magnitude = values.iter().map(|&v| i128::from(v).abs()).max();
+            proptest::prop_assert_eq!(s.minimum, lo.map(SummaryScalar::Int));
+            proptest::prop_assert_eq!(s.maximum, hi.map(SummaryScalar::Int));
+            proptest::prop_assert_eq!(s.abs_max, magnitude.map(SummaryScalar::Int));
+            let zeros = values.iter().filter(|&&v| v == 0).count();
+            proptest::prop_assert_eq!(s.zero_fraction, Some(zeros as f64 / values.len() as f64));
+        }
+
+        /// Float summaries: every non-finite element is counted, and every
+        /// statistic is finite or absent (so it survives JSON).
+        #[test]
+        fn float_statistics_are_finite_and_non_finite_elements_are_counted(
+            bits in proptest::collection::vec(proptest::num::u32::ANY, 0..64),
+        ) {
+            let values: Vec<f32> = bits.into_iter().map(f32::from_bits).collect();
+            let s = TensorSummary::of_values(&TensorValues::F32(values.clone()));
+            let nan = values.iter().filter(|v| v.is_nan()).count() as u64;
+            let inf = values.iter().filter(|v| v.is_infinite()).count() as u64;
+            proptest::prop_assert_eq!(s.nan_count, nan);
+            proptest::prop_assert_eq!(s.pos_inf_count + s.neg_inf_count, inf);
+            for statistic in [s.minimum, s.maximum, s.abs_max].into_iter().flatten() {
+                proptest::prop_assert!(statistic.as_f64().is_finite());
+            }
+            proptest::prop_assert!(s.mean.is_none_or(f64::is_finite));
+            // f32 values are far below f64::MAX, so the norm is finite too.
+            proptest::prop_assert!(s.l2_norm.is_finite());
+        }
+    }
+
     #[test]
     fn bools_summarise_as_integers() {
         let s = TensorSummary::of_values(&TensorValues::Bool(vec![true, false, false, true]));
