@@ -206,6 +206,20 @@ fn a_pack_checksum_mismatch_is_refused() {
 }
 
 #[test]
+fn a_pack_file_is_checked_against_its_expected_digest() {
+    let pack = sample();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("pack.safetensors");
+    std::fs::write(&path, &pack.bytes).expect("write");
+    let reader = PackReader::from_file_expecting(&path, pack.info.pack_sha256).expect("verifies");
+    assert_eq!(reader.info(), pack.info);
+    assert!(matches!(
+        PackReader::from_file_expecting(&path, Sha256Digest::of(b"other")),
+        Err(PackError::PackChecksumMismatch { .. })
+    ));
+}
+
+#[test]
 fn a_tampered_descriptor_fails_its_checksum() {
     let bytes = with_descriptor(&sample().bytes, false, |d| {
         d["records"][0]["step"] = 99.into()
