@@ -78,6 +78,16 @@ impl PackReader {
             .metadata
             .get(METADATA_KEY)
             .ok_or(PackError::MissingDescriptor)?;
+        // Exactly one key, as the format says: anything else in the header
+        // would be bytes no digest of ours covers.
+        if let Some(extra) = header.metadata.keys().find(|k| *k != METADATA_KEY) {
+            return Err(PackError::MalformedHeader {
+                key: "__metadata__".to_owned(),
+                reason: format!(
+                    "unexpected key `{extra}`: a pack's only metadata key is `{METADATA_KEY}`"
+                ),
+            });
+        }
         let descriptor = descriptor::decode(envelope)?;
         let mut entries = header.entries;
         let mut locators = Vec::with_capacity(descriptor.records.len());

@@ -313,6 +313,14 @@ fn a_plain_safetensors_file_is_not_a_pack() {
 }
 
 #[test]
+fn extra_metadata_keys_are_refused() {
+    let bytes = with_header(&sample().bytes, |h| {
+        h["__metadata__"]["format"] = "pt".into();
+    });
+    assert!(matches!(open(bytes), PackError::MalformedHeader { key, .. } if key == "__metadata__"));
+}
+
+#[test]
 fn missing_and_unexpected_tensors_are_refused() {
     let bytes = with_header(&sample().bytes, |h| {
         let entry = h.remove("record/00000001").expect("present");
