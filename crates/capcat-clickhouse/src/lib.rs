@@ -1,3 +1,31 @@
 //! Capcat catalog adapter: runs capcat-proto statements over ClickHouse.
+//!
+//! - [`Transport`] carries one protocol [`capcat_proto::Statement`] to an
+//!   engine and decodes its rows strictly: [`Embedded`] (libchdb in this
+//!   process) and [`Http`] (a ClickHouse server, through the `clickhouse`
+//!   crate).
+//! - The drivers loop over capcat-proto's machines and nothing else: this
+//!   crate writes no SQL of its own. It supplies what the machines may not
+//!   own: jitter draws ([`Jitter`]), fresh ids (UUID v4) and the transport.
+//! - [`Catalog`] ties a transport, the table names and the protocol
+//!   configuration together; the service and the CLI use it.
 
 #![forbid(unsafe_code)]
+
+pub mod transport;
+
+pub use transport::{
+    BoxFuture, Counting, Embedded, Http, HttpError, HttpOptions, StatementCount, Transport,
+};
+
+mod catalog;
+mod drive;
+mod error;
+mod jitter;
+mod lease;
+
+pub use catalog::{Catalog, Published};
+pub use drive::{MAX_STEPS, drive};
+pub use error::CatalogError;
+pub use jitter::Jitter;
+pub use lease::LeaseHandle;

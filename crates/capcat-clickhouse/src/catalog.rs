@@ -1,0 +1,283 @@
+//! [`Catalog`]: a transport, the table names and the protocol configuration,
+//! with one method per catalog operation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use capcat_proto::reader::{GetByIds, Lookup, Page, SearchPage, SearchQuery};
+use capcat_proto::schema::{EnsureOutcome, EnsureSchema};
+use capcat_proto::{
+    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishOutcome,
+    Tables,
+};
+use uuid::Uuid;
+
+use crate::drive::drive;
+use crate::error::CatalogError;
+use crate::jitter::Jitter;
+use crate::lease::LeaseHandle;
+use crate::transport::{Embedded, Http, HttpOptions, Transport};
+
+/// A publish that won its version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Published {
+    /// The version now visible.
+    pub version: u64,
+    /// The winning attempt's id.
+    pub publish_id: Uuid,
+}
+
+/// The catalog under one prefix, over one transport. Cheap to clone (the
+/// transport and the jitter source are shared).
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    transport: Arc<dyn Transport>,
+    tables: Tables,
+    config: Config,
+    jitter: Arc<Jitter>,
+}
+
+impl Catalog {
+    /// A catalog over `transport` under `tables`, with `config`; jitter is
+    /// seeded from the operating system.
+    pub fn new(transport: Arc<dyn Transport>, tables: Tables, config: Config) -> Self {
+        Self {
+            transport,
+            tables,
+            config,
+            jitter: Arc::new(Jitter::from_os()),
+        }
+    }
+
+    /// The embedded default: libchdb on `data_path`, objects under `prefix`,
+    /// the default protocol configuration.
+    pub fn embedded(data_path: impl AsRef<Path>, prefix: &str) -> Result<Self, CatalogError> {
+        let tables = Tables::new(prefix)?;
+        let transport = Embedded::open(data_path)?;
+        Ok(Self::new(Arc::new(transport), tables, Config::default()))
+    }
+
+    /// A ClickHouse server at `url` (`http://host:port`), objects under
+    /// `prefix`, the default protocol configuration.
+    pub fn http(url: &str, prefix: &str, options: HttpOptions) -> Result<Self, CatalogError> {
+        let tables = Tables::new(prefix)?;
+        let transport = Http::new(url, options)?;
+        Ok(Self::new(Arc::new(transport), tables, Config::default()))
+    }
+
+    /// The same catalog with another protocol configuration.
+    pub fn with_config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The same catalog drawing jitter from `seed` (reproducible runs).
+    pub fn with_jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter = Arc::new(Jitter::from_seed(seed));
+        self
+    }
+
+    /// The table names.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    /// The protocol configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The transport (demand storage and tests run their statements on it).
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    pub(crate) async fn run<M: capcat_proto::Machine>(
+        &self,
+        operation: &'static str,
+        mut machine: M,
+    ) -> Result<M::Outcome, CatalogError> {
+        drive(
+            operation,
+            &mut machine,
+            self.transport.as_ref(),
+            &self.jitter,
+        )
+        .await
+    }
+
+    /// Creates the catalog, completes an unfinished install, or accepts a
+    /// current one (reinstalling its views); refuses anything else with the
+    /// guard's diagnosis and instruction ([`CatalogError::Schema`]).
+    pub async fn ensure_schema(&self) -> Result<EnsureOutcome, CatalogError> {
+        let outcome = self
+            .run("ensure_schema", EnsureSchema::new(self.tables.clone()))
+            .await??;
+        tracing::info!(
+            prefix = self.tables.prefix(),
+            ?outcome,
+            "catalog schema ensured"
+        );
+        Ok(outcome)
+    }
+
+    /// Drops every catalog object (`DROP ... IF EXISTS`, views first): a
+    /// no-op per missing object, so it also cleans up a partial install.
+    pub async fn drop_schema(&self) -> Result<(), CatalogError> {
+        for stmt in capcat_proto::schema::drop_schema(&self.tables) {
+            self.transport
+                .execute(&stmt)
+                .await
+                .map_err(|failure| CatalogError::Drop {
+                    statement: stmt.name,
+                    failure,
+                })?;
+        }
+        tracing::info!(prefix = self.tables.prefix(), "catalog schema dropped");
+        Ok(())
+    }
+
+    /// Takes the publisher lease as `holder` (a fresh lease id).
+    pub async fn acquire_lease(&self, holder: &str) -> Result<LeaseHandle, CatalogError> {
+        LeaseHandle::acquire(self.clone(), holder).await
+    }
+
+    /// Allocates one catalog version (sole claimant of it).
+    pub async fn allocate_version(&self) -> Result<u64, CatalogError> {
+        let machine = Allocate::new(self.tables.clone(), self.config.clone(), Uuid::new_v4());
+        Ok(self.run("allocate_version", machine).await??)
+    }
+
+    /// Publishes `packs` as `version` under `lease` (renewing it first), with
+    /// a fresh publish id. Anything but a won publish is an error saying what
+    /// is known: [`CatalogError::LostRace`] (nothing visible; retry at a new
+    /// version), [`CatalogError::LeaseLost`] (acquire again),
+    /// [`CatalogError::Conflict`] (visible beside a foreign publish).
+    pub async fn publish_snapshot(
+        &self,
+        lease: &mut LeaseHandle,
+        version: u64,
+        packs: BTreeSet<PackRef>,
+    ) -> Result<Published, CatalogError> {
+        let held = lease.current()?.clone();
+        let mut machine = Publish::new(
+            self.tables.clone(),
+            self.config.clone(),
+            held,
+            version,
+            packs,
+            Uuid::new_v4(),
+        );
+        let outcome = {
+            let outcome = drive(
+                "publish_snapshot",
+                &mut machine,
+                self.transport.as_ref(),
+                &self.jitter,
+            )
+            .await?;
+            lease.update(machine.lease().clone());
+            outcome?
+        };
+        match outcome {
+            PublishOutcome::Won {
+                version,
+                publish_id,
+            } => {
+                tracing::info!(version, %publish_id, "snapshot published");
+                Ok(Published {
+                    version,
+                    publish_id,
+                })
+            }
+            PublishOutcome::LostRace(race) => Err(CatalogError::LostRace(race)),
+            PublishOutcome::LeaseLost {
+                version,
+                publish_id,
+                head,
+            } => Err(CatalogError::LeaseLost {
+                version,
+                publish_id,
+                head,
+            }),
+            PublishOutcome::Conflict {
+                version,
+                publish_id,
+                all_foreign,
+                ..
+            } => Err(CatalogError::Conflict {
+                version,
+                publish_id,
+                all_foreign,
+            }),
+        }
+    }
+
+    /// One index pass: descriptors, then allocate and publish (retrying a
+    /// lost race at a new version, bounded), then the inventory.
+    pub async fn index(
+        &self,
+        lease: &mut LeaseHandle,
+        descriptors: Vec<CaptureDescriptor>,
+    ) -> Result<IndexReport, CatalogError> {
+        let held = lease.current()?.clone();
+        let mut machine = IndexPass::new(
+            self.tables.clone(),
+            self.config.clone(),
+            held,
+            descriptors,
+            Uuid::new_v4(),
+        );
+        let outcome = drive("index", &mut machine, self.transport.as_ref(), &self.jitter).await?;
+        lease.update(machine.lease().clone());
+        let report = outcome?;
+        tracing::info!(?report, "index pass finished");
+        Ok(report)
+    }
+
+    /// The published head: what a new read pins.
+    pub async fn pin(&self) -> Result<u64, CatalogError> {
+        let rows = self
+            .transport
+            .execute(&capcat_proto::reader::pin_watermark(&self.tables))
+            .await
+            .map_err(|failure| capcat_proto::reader::ReaderError::Statement {
+                statement: "reader.pin_watermark",
+                failure,
+            })?;
+        Ok(capcat_proto::reader::decode_watermark(&rows)?)
+    }
+
+    /// One page of a search. The first page (no cursor) pins the head; a
+    /// cursor carries its watermark, so every page reads the same snapshot.
+    pub async fn search(&self, query: SearchQuery) -> Result<Page, CatalogError> {
+        let machine = SearchPage::new(self.tables.clone(), query)?;
+        Ok(self.run("search", machine).await??)
+    }
+
+    /// The captures of `tenant` among `ids` at `watermark`, and which ids
+    /// did not resolve there.
+    pub async fn get_by_ids(
+        &self,
+        tenant: &str,
+        ids: BTreeSet<Uuid>,
+        watermark: u64,
+    ) -> Result<Lookup, CatalogError> {
+        let machine = GetByIds::new(self.tables.clone(), tenant, ids, watermark)?;
+        Ok(self.run("get_by_ids", machine).await??)
+    }
+
+    /// Like [`Catalog::get_by_ids`], but every id must resolve: a pinned
+    /// selection with captures that no longer resolve is
+    /// [`capcat_proto::reader::ReaderError::Unresolved`], never a shorter
+    /// answer.
+    pub async fn resolve(
+        &self,
+        tenant: &str,
+        ids: BTreeSet<Uuid>,
+        watermark: u64,
+    ) -> Result<BTreeMap<Uuid, CaptureDescriptor>, CatalogError> {
+        Ok(self.get_by_ids(tenant, ids, watermark).await?.resolve()?)
+    }
+}

@@ -1,0 +1,58 @@
+//! [`drive`]: the one loop every operation runs a capcat-proto machine with.
+
+use std::time::Instant;
+
+use capcat_proto::{Input, Machine, Step};
+
+use crate::error::CatalogError;
+use crate::jitter::Jitter;
+use crate::transport::Transport;
+
+/// The most steps one machine may take. Every machine terminates within its
+/// documented attempt bounds; this bound only turns a machine bug into an
+/// error instead of a loop. The largest legitimate run (a lookup of
+/// `MAX_LOOKUP_IDS` ids, or an index pass of many chunks retried at every
+/// attempt) stays far below it.
+pub const MAX_STEPS: u32 = 100_000;
+
+/// Runs `machine` to completion over `transport`, drawing jitter from
+/// `jitter`. Returns the machine's outcome.
+pub async fn drive<M: Machine>(
+    operation: &'static str,
+    machine: &mut M,
+    transport: &dyn Transport,
+    jitter: &Jitter,
+) -> Result<M::Outcome, CatalogError> {
+    let started = Instant::now();
+    let mut statements = 0u32;
+    for _ in 0..MAX_STEPS {
+        match machine.poll() {
+            Step::Execute(stmt) => {
+                statements += 1;
+                let input = match transport.execute(&stmt).await {
+                    Ok(rows) => Input::Rows(rows),
+                    Err(failure) => {
+                        tracing::debug!(operation, statement = stmt.name, %failure, "statement failed");
+                        Input::Failed(failure)
+                    }
+                };
+                machine.handle(input);
+            }
+            Step::Draw { below } => machine.handle(Input::Drawn(jitter.below(below))),
+            Step::Done(outcome) => {
+                tracing::debug!(
+                    operation,
+                    statements,
+                    transport = transport.kind(),
+                    elapsed_us = started.elapsed().as_micros(),
+                    "operation finished"
+                );
+                return Ok(outcome);
+            }
+        }
+    }
+    Err(CatalogError::MachineRunaway {
+        operation,
+        steps: MAX_STEPS,
+    })
+}

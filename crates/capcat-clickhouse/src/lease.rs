@@ -1,0 +1,111 @@
+//! [`LeaseHandle`]: the publisher lease as the caller holds it.
+
+use capcat_proto::{Lease, LeaseClaim, Release};
+use uuid::Uuid;
+
+use crate::catalog::Catalog;
+use crate::error::CatalogError;
+
+/// A held publisher lease: acquire, renew, release.
+///
+/// The handle keeps the lease as of its last successful claim (publishes and
+/// index passes renew it and hand the renewed lease back here). A release
+/// whose effect is unknown keeps the lease in the handle, so the caller can
+/// retry it or let it expire: forgetting it first would leave a live lease
+/// on the server that nothing could release.
+#[derive(Debug)]
+pub struct LeaseHandle {
+    catalog: Catalog,
+    lease: Lease,
+    released: bool,
+}
+
+impl LeaseHandle {
+    pub(crate) async fn acquire(catalog: Catalog, holder: &str) -> Result<Self, CatalogError> {
+        let machine = LeaseClaim::acquire(
+            catalog.tables().clone(),
+            catalog.config().clone(),
+            holder.to_owned(),
+            None,
+            Uuid::new_v4(),
+        );
+        let lease = catalog.run("lease.acquire", machine).await??;
+        tracing::info!(holder, lease_id = %lease.lease_id, term = lease.term, "publisher lease acquired");
+        Ok(Self {
+            catalog,
+            lease,
+            released: false,
+        })
+    }
+
+    /// The lease as of the last claim; [`CatalogError::Released`] after a
+    /// successful release.
+    pub fn current(&self) -> Result<&Lease, CatalogError> {
+        if self.released {
+            Err(CatalogError::Released {
+                lease_id: self.lease.lease_id,
+            })
+        } else {
+            Ok(&self.lease)
+        }
+    }
+
+    /// The lease as last known, released or not (diagnostics).
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    pub(crate) fn update(&mut self, lease: Lease) {
+        // A machine hands back the lease it ran with; a renewal inside it only
+        // moves the term and expiry forward, never the id.
+        if lease.lease_id == self.lease.lease_id && lease.term >= self.lease.term {
+            self.lease = lease;
+        }
+    }
+
+    /// Extends the lease (a new term under the same lease id, a fresh
+    /// server-stamped expiry). Fails with `LeaseError::NotHeld` once the
+    /// lease was taken over, released or contested.
+    pub async fn renew(&mut self) -> Result<&Lease, CatalogError> {
+        let machine = LeaseClaim::renew(
+            self.catalog.tables().clone(),
+            self.catalog.config().clone(),
+            self.current()?.clone(),
+        );
+        let lease = self.catalog.run("lease.renew", machine).await??;
+        self.update(lease);
+        Ok(&self.lease)
+    }
+
+    /// Re-acquires the lease: keeps this lease id when it is still the head
+    /// (live or not), takes a fresh one otherwise (when nobody live holds it).
+    pub async fn reacquire(&mut self) -> Result<&Lease, CatalogError> {
+        let machine = LeaseClaim::acquire(
+            self.catalog.tables().clone(),
+            self.catalog.config().clone(),
+            self.lease.holder.clone(),
+            Some(self.lease.clone()),
+            Uuid::new_v4(),
+        );
+        let lease = self.catalog.run("lease.reacquire", machine).await??;
+        self.lease = lease;
+        self.released = false;
+        Ok(&self.lease)
+    }
+
+    /// Releases the lease with ONE fenced statement: it writes a tombstone
+    /// only while this lease is still the live head, so a stale holder can
+    /// never revoke a successor. After `Ok` the handle is spent; after `Err`
+    /// it still holds the lease.
+    pub async fn release(&mut self) -> Result<(), CatalogError> {
+        let machine = Release::new(
+            self.catalog.tables().clone(),
+            self.catalog.config().clone(),
+            self.current()?.clone(),
+        );
+        self.catalog.run("lease.release", machine).await??;
+        self.released = true;
+        tracing::info!(lease_id = %self.lease.lease_id, "publisher lease released");
+        Ok(())
+    }
+}

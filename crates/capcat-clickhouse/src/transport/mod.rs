@@ -1,0 +1,60 @@
+//! [`Transport`]: how a [`Statement`] reaches a ClickHouse engine and its rows
+//! come back.
+//!
+//! A transport makes no protocol decision. It sends the statement's SQL text
+//! unchanged, binds every [`capcat_proto::Param`] as a server-side query
+//! parameter (`param_<name>` = [`capcat_proto::Param::to_text`]; values never
+//! enter SQL text), applies the statement's [`capcat_proto::Settings`], and
+//! decodes the result strictly against [`capcat_proto::Expect`]: a column of
+//! another name, a row of another width or a value that does not parse as its
+//! declared type is [`Failure::Malformed`], never a guess.
+//!
+//! Two implementations: [`Embedded`] (libchdb in this process, through
+//! capcat-chdb) and [`Http`] (a ClickHouse server, or capcat-chdb's HTTP
+//! front, through the `clickhouse` crate).
+
+mod counting;
+mod decode;
+mod embedded;
+mod exception;
+mod http;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+
+use capcat_proto::{Failure, Rows, Statement};
+
+pub use counting::{Counting, StatementCount};
+pub use decode::{RESULT_FORMAT, decode_rows};
+pub use embedded::Embedded;
+pub use exception::{TIMEOUT_EXCEEDED, failure_from_exception};
+pub use http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Http, HttpError, HttpOptions};
+
+/// A boxed, sendable future: what [`Transport::execute`] returns, so the
+/// trait stays object safe (`Arc<dyn Transport>`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Runs one protocol statement on a ClickHouse engine.
+///
+/// Contract: `Ok` carries the rows decoded per `stmt.expect` (empty for
+/// [`capcat_proto::Expect::Nothing`]); `Err` is a [`Failure`] whose effect
+/// is unknown unless the server said otherwise (an INSERT that timed out may
+/// still land). Implementations never retry: retrying is a protocol decision.
+pub trait Transport: Send + Sync + Debug {
+    /// Executes `stmt` and decodes its rows.
+    fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>>;
+
+    /// A short name for logs ("embedded", "http").
+    fn kind(&self) -> &'static str;
+}
+
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+        (**self).execute(stmt)
+    }
+
+    fn kind(&self) -> &'static str {
+        (**self).kind()
+    }
+}
