@@ -1,0 +1,347 @@
+//! [`S3Store`]: any S3-compatible store through aws-sdk-s3.
+
+mod classify;
+mod config;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{
+    BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_smithy_http_client::tls;
+use bytes::Bytes;
+
+pub use config::{ConfigError, MAX_ATTEMPTS_LIMIT, S3Config, S3Credentials, S3Retry, S3Timeouts};
+
+use self::classify::classify;
+use crate::error::{ErrorClass, Operation, StoreError};
+use crate::key::ObjectKey;
+use crate::metadata::{self, UserMetadata};
+use crate::store::{
+    ByteRange, ListPage, ListToken, ListedObject, ObjectHead, PackStore, PutReceipt,
+    clamp_page_size, sha256,
+};
+
+/// An S3-compatible store: one bucket, reached through aws-sdk-s3 with
+/// explicit timeouts and retries. Clones share one client (and its
+/// connection pool).
+#[derive(Clone, Debug)]
+pub struct S3Store {
+    client: aws_sdk_s3::Client,
+    bucket: Arc<str>,
+}
+
+impl S3Store {
+    /// Validates `config` and builds the client. No request is made.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a refused configuration or missing environment
+    /// credentials.
+    pub fn new(config: &S3Config) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let credentials = resolve_credentials(&config.credentials)?;
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(config.timeouts.connect)
+            .read_timeout(config.timeouts.read)
+            .operation_attempt_timeout(config.timeouts.attempt)
+            .operation_timeout(config.timeouts.operation)
+            .build();
+        let retry = RetryConfig::standard()
+            .with_max_attempts(config.retry.max_attempts)
+            .with_initial_backoff(config.retry.initial_backoff)
+            .with_max_backoff(config.retry.max_backoff);
+        // rustls with ring: no C toolchain beyond ring's, no OpenSSL. Plain
+        // HTTP endpoints go through the same connector.
+        let http_client = aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https();
+        let sdk_config = aws_sdk_s3::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(config.endpoint.trim_end_matches('/'))
+            .region(Region::new(config.region.clone()))
+            .force_path_style(config.path_style)
+            .credentials_provider(credentials)
+            .http_client(http_client)
+            .timeout_config(timeouts)
+            .retry_config(retry)
+            // PUT always declares its SHA-256 itself; no other request needs
+            // a checksum, and GET verifies against the pack's own SHA-256.
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+            .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
+            .build();
+        Ok(Self {
+            client: aws_sdk_s3::Client::from_conf(sdk_config),
+            bucket: Arc::from(config.bucket.as_str()),
+        })
+    }
+
+    /// The bucket.
+    #[must_use]
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// Creates the bucket; succeeds when this account already owns it. For
+    /// tests and first-time setup: the service never creates buckets.
+    ///
+    /// # Errors
+    /// The classified failure.
+    pub async fn create_bucket(&self) -> Result<(), StoreError> {
+        match self
+            .client
+            .create_bucket()
+            .bucket(&*self.bucket)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let code = error
+                    .as_service_error()
+                    .and_then(aws_sdk_s3::error::ProvideErrorMetadata::code);
+                if matches!(
+                    code,
+                    Some("BucketAlreadyOwnedByYou" | "BucketAlreadyExists")
+                ) {
+                    Ok(())
+                } else {
+                    Err(classify(Operation::CreateBucket, &self.bucket, &error))
+                }
+            }
+        }
+    }
+}
+
+fn resolve_credentials(credentials: &S3Credentials) -> Result<Credentials, ConfigError> {
+    match credentials {
+        S3Credentials::Static {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        } => Ok(Credentials::new(
+            access_key_id,
+            secret_access_key,
+            session_token.clone(),
+            None,
+            "capcat-static",
+        )),
+        S3Credentials::Environment => {
+            let var = |variable: &'static str| {
+                std::env::var(variable)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .ok_or(ConfigError::MissingEnvironmentCredentials { variable })
+            };
+            let access_key_id = var("AWS_ACCESS_KEY_ID")?;
+            let secret_access_key = var("AWS_SECRET_ACCESS_KEY")?;
+            let session_token = var("AWS_SESSION_TOKEN").ok();
+            Ok(Credentials::new(
+                access_key_id,
+                secret_access_key,
+                session_token,
+                None,
+                "capcat-environment",
+            ))
+        }
+    }
+}
+
+/// Collects the user metadata of a response into a [`UserMetadata`]. S3
+/// lowercases names; anything that still fails validation (written by some
+/// other client) is dropped with a debug line, since it cannot be ours.
+fn user_metadata(op: Operation, key: &str, raw: Option<&HashMap<String, String>>) -> UserMetadata {
+    let entries = raw
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    UserMetadata::new(entries).unwrap_or_else(|error| {
+        tracing::debug!(%op, key, %error, "ignoring user metadata this store would not write");
+        UserMetadata::default()
+    })
+}
+
+fn decode_checksum(base64_text: Option<&str>) -> Option<[u8; 32]> {
+    use aws_smithy_types::base64::decode;
+    decode(base64_text?).ok()?.try_into().ok()
+}
+
+impl PackStore for S3Store {
+    async fn put(
+        &self,
+        key: &ObjectKey,
+        body: Bytes,
+        sha256: [u8; 32],
+        metadata: &UserMetadata,
+    ) -> Result<PutReceipt, StoreError> {
+        let metadata: HashMap<String, String> = metadata
+            .entries()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let output = self
+            .client
+            .put_object()
+            .bucket(&*self.bucket)
+            .key(key.as_str())
+            .content_length(i64::try_from(body.len()).unwrap_or(i64::MAX))
+            .body(ByteStream::from(body))
+            // The store verifies the body against this and refuses a mismatch.
+            .checksum_sha256(aws_smithy_types::base64::encode(sha256))
+            .set_metadata(Some(metadata))
+            .send()
+            .await
+            .map_err(|e| classify(Operation::Put, key.as_str(), &e))?;
+        tracing::debug!(key = %key, "s3 store: put");
+        Ok(PutReceipt {
+            etag: output.e_tag().map(str::to_owned),
+        })
+    }
+
+    async fn head(&self, key: &ObjectKey) -> Result<ObjectHead, StoreError> {
+        let op = Operation::Head;
+        let output = self
+            .client
+            .head_object()
+            .bucket(&*self.bucket)
+            .key(key.as_str())
+            .checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled)
+            .send()
+            .await
+            .map_err(|e| classify(op, key.as_str(), &e))?;
+        Ok(ObjectHead {
+            size: output
+                .content_length()
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
+            metadata: user_metadata(op, key.as_str(), output.metadata()),
+            checksum_sha256: decode_checksum(output.checksum_sha256()),
+        })
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Bytes, StoreError> {
+        let op = Operation::Get;
+        let output = self
+            .client
+            .get_object()
+            .bucket(&*self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .map_err(|e| classify(op, key.as_str(), &e))?;
+        let metadata = user_metadata(op, key.as_str(), output.metadata());
+        let bytes = collect_body(op, key.as_str(), output.body).await?;
+        // A pack carries its own SHA-256: check the bytes against it, so a
+        // corrupted object is a ChecksumMismatch here and never reaches the
+        // pack decoder. Objects without it (foreign) are returned as they are.
+        if let Some(expected) = metadata.get(metadata::SHA256) {
+            let actual = hex::encode(sha256(&bytes));
+            if actual != expected {
+                return Err(StoreError::new(
+                    ErrorClass::ChecksumMismatch,
+                    op,
+                    key.as_str(),
+                    format!("metadata sha256 {expected} but the bytes hash to {actual}"),
+                ));
+            }
+        }
+        Ok(bytes)
+    }
+
+    async fn get_range(&self, key: &ObjectKey, range: ByteRange) -> Result<Bytes, StoreError> {
+        let op = Operation::GetRange;
+        let output = self
+            .client
+            .get_object()
+            .bucket(&*self.bucket)
+            .key(key.as_str())
+            .range(range.http_header())
+            .send()
+            .await
+            .map_err(|e| classify(op, key.as_str(), &e))?;
+        collect_body(op, key.as_str(), output.body).await
+    }
+
+    async fn list_page(
+        &self,
+        prefix: &str,
+        token: Option<&ListToken>,
+        max_keys: u16,
+    ) -> Result<ListPage, StoreError> {
+        let op = Operation::List;
+        let output = self
+            .client
+            .list_objects_v2()
+            .bucket(&*self.bucket)
+            .prefix(prefix)
+            .max_keys(i32::from(clamp_page_size(max_keys)))
+            .set_continuation_token(token.map(|t| t.0.clone()))
+            .send()
+            .await
+            .map_err(|e| classify(op, prefix, &e))?;
+        let objects = output
+            .contents()
+            .iter()
+            .filter_map(|object| {
+                Some(ListedObject {
+                    key: object.key()?.to_owned(),
+                    size: object
+                        .size()
+                        .and_then(|n| u64::try_from(n).ok())
+                        .unwrap_or(0),
+                })
+            })
+            .collect();
+        let next = if output.is_truncated() == Some(true) {
+            let token = output.next_continuation_token().ok_or_else(|| {
+                // Without a token the listing cannot go on; stopping silently
+                // would hide every key after this page.
+                StoreError::new(
+                    ErrorClass::Other,
+                    op,
+                    prefix,
+                    "truncated listing without a continuation token",
+                )
+            })?;
+            Some(ListToken(token.to_owned()))
+        } else {
+            None
+        };
+        Ok(ListPage { objects, next })
+    }
+
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&*self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .map_err(|e| classify(Operation::Delete, key.as_str(), &e))?;
+        Ok(())
+    }
+}
+
+async fn collect_body(op: Operation, key: &str, body: ByteStream) -> Result<Bytes, StoreError> {
+    match body.collect().await {
+        Ok(data) => Ok(data.into_bytes()),
+        // The connection failed mid-body: the same request can succeed later.
+        Err(error) => Err(StoreError::new(
+            ErrorClass::Transient,
+            op,
+            key,
+            format!(
+                "reading the body: {}",
+                aws_sdk_s3::error::DisplayErrorContext(&error)
+            ),
+        )),
+    }
+}
