@@ -129,23 +129,26 @@ fn unescape(raw: &[u8]) -> Result<Option<String>, Failure> {
         .map_err(|_| malformed("a field is not UTF-8"))
 }
 
+/// Whether a server column type decodes as `ty`.
+///
+/// `Nullable(T)` fits wherever `T` does: ClickHouse types a scalar subquery
+/// (`(SELECT count() FROM t) AS n`) as `Nullable`, and the protocol reads
+/// such columns. The strictness moves to the value: a NULL in a column the
+/// protocol did not declare nullable is refused when it arrives.
 fn type_fits(ty: ColumnType, server: &Option<String>) -> bool {
     let Some(server) = server.as_deref() else {
         return false;
     };
-    let unsigned = |t: &str| matches!(t, "UInt8" | "UInt16" | "UInt32" | "UInt64");
+    let inner = server
+        .strip_prefix("Nullable(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(server);
+    let unsigned = matches!(inner, "UInt8" | "UInt16" | "UInt32" | "UInt64");
     match ty {
-        ColumnType::UInt64 => unsigned(server),
-        ColumnType::Int64 => matches!(server, "Int8" | "Int16" | "Int32" | "Int64"),
-        ColumnType::String => matches!(server, "String" | "LowCardinality(String)"),
-        ColumnType::Uuid => server == "UUID",
-        ColumnType::NullableUInt64 => {
-            unsigned(server)
-                || server
-                    .strip_prefix("Nullable(")
-                    .and_then(|t| t.strip_suffix(')'))
-                    .is_some_and(unsigned)
-        }
+        ColumnType::UInt64 | ColumnType::NullableUInt64 => unsigned,
+        ColumnType::Int64 => matches!(inner, "Int8" | "Int16" | "Int32" | "Int64"),
+        ColumnType::String => matches!(inner, "String" | "LowCardinality(String)"),
+        ColumnType::Uuid => inner == "UUID",
         _ => false,
     }
 }
@@ -242,6 +245,10 @@ mod tests {
             "n\tx\tu\tmaybe\nUInt8\tString\tUUID\tUInt64\n".to_owned(),
             // Wrong type.
             "n\ts\tu\tmaybe\nInt8\tString\tUUID\tUInt64\n".to_owned(),
+            // Wrong type inside Nullable.
+            "n\ts\tu\tmaybe\nNullable(String)\tString\tUUID\tUInt64\n".to_owned(),
+            // NULL in a Nullable column the protocol reads as not nullable.
+            "n\ts\tu\tmaybe\nNullable(UInt64)\tString\tUUID\tUInt64\n\\N\ta\t00000000-0000-0000-0000-000000000001\t1\n".to_owned(),
             // Too few columns.
             "n\ts\tu\nUInt8\tString\tUUID\n".to_owned(),
             // Not a number.

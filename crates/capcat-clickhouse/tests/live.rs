@@ -1,0 +1,1119 @@
+//! The catalog's live behaviours (seed 000_c340ae718cc42a42) on the real
+//! ClickHouse engine: embedded libchdb by default, the `clickhouse` crate
+//! through capcat-chdb's HTTP front with `CAPCAT_CATALOG_TRANSPORT=http`,
+//! and a real clickhouse-server with `CAPCAT_CLICKHOUSE_URL` (see
+//! `support`). Every test works on a prefix of its own.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use capcat_clickhouse::{Catalog, CatalogError};
+use capcat_proto::reader::{Cursor, PageSize, SearchFilter, SearchQuery};
+use capcat_proto::schema::{Diagnosis, EnsureOutcome, Instruction, SchemaError, StampSeen};
+use capcat_proto::{
+    CaptureDescriptor, ColumnType, IndexReport, Input, LeaseError, Machine, PackRef, Publish, Step,
+    Value,
+};
+use support::{Live, capture_ids, pack_of, short_lease_config};
+use uuid::Uuid;
+
+const TENANT: &str = "acme";
+
+fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// Every page of the tenant's captures at the head, `size` per page.
+async fn walk(catalog: &Catalog, size: u64) -> (u64, Vec<CaptureDescriptor>) {
+    let mut query = SearchQuery {
+        filter: SearchFilter {
+            tenant_id: TENANT.to_owned(),
+            ..SearchFilter::default()
+        },
+        cursor: None,
+        page_size: ok("page size", PageSize::new(size)),
+    };
+    let mut out = Vec::new();
+    let mut watermark = None;
+    for _ in 0..10_000 {
+        let page = ok("search", catalog.search(query.clone()).await);
+        watermark.get_or_insert(page.watermark);
+        assert_eq!(
+            Some(page.watermark),
+            watermark,
+            "a page moved off its snapshot"
+        );
+        out.extend(page.records);
+        match page.next {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return (page.watermark, out),
+        }
+    }
+    panic!("the walk did not end");
+}
+
+fn by_id(records: Vec<CaptureDescriptor>) -> BTreeMap<Uuid, CaptureDescriptor> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        let id = r.capture_id;
+        assert!(out.insert(id, r).is_none(), "capture {id} returned twice");
+    }
+    out
+}
+
+fn indexed_version(report: &IndexReport) -> u64 {
+    match report {
+        IndexReport::Indexed { version, .. } => *version,
+        other => panic!("expected an indexed pass, got {other:?}"),
+    }
+}
+
+/// The descriptor `d` as a reader returns it once published at `version`.
+fn at(d: &CaptureDescriptor, version: u64) -> CaptureDescriptor {
+    CaptureDescriptor {
+        index_version: version,
+        ..d.clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_packs_describing_one_capture_resolve_to_one_pack_everywhere() {
+    let Some(live) = Live::start_with(
+        "two_packs_one_capture",
+        capcat_proto::Config::default()
+            .with_chunk(5)
+            .expect("chunk 5"),
+    )
+    .await
+    else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    let ids = capture_ids(30);
+    let (p1, p2) = (Uuid::new_v4(), Uuid::new_v4());
+    let a = pack_of(TENANT, &ids, 0, "store-a", p1);
+    let b = pack_of(TENANT, &ids, 0, "store-a", p2);
+    // Interleave the two packs' rows across the 5-row INSERT chunks so the
+    // engine holds them in several parts, in both orders: a resolution that
+    // depended on physical order would pick different packs for different
+    // captures.
+    let mut rows = Vec::new();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        if i % 2 == 0 {
+            rows.extend([x.clone(), y.clone()]);
+        } else {
+            rows.extend([y.clone(), x.clone()]);
+        }
+    }
+    let version = indexed_version(&ok("index", c.index(&mut lease, rows).await));
+    let packs: BTreeMap<Uuid, &Vec<CaptureDescriptor>> = [(p1, &a), (p2, &b)].into();
+    let want: BTreeSet<Uuid> = ids.iter().copied().collect();
+
+    let mut chosen = None;
+    for round in ["as written", "after OPTIMIZE TABLE ... FINAL"] {
+        for _ in 0..3 {
+            let (w, page) = walk(c, 7).await;
+            assert_eq!(w, version);
+            let lookup = ok("resolve", c.resolve(TENANT, want.clone(), version).await);
+            let page = by_id(page);
+            assert_eq!(page, lookup, "{round}: a page and a lookup disagree");
+            let resolved: BTreeSet<Uuid> = page.values().map(|d| d.locator.pack_id).collect();
+            assert_eq!(
+                resolved.len(),
+                1,
+                "{round}: captures resolved to {resolved:?}"
+            );
+            let pack = *resolved.first().expect("one pack");
+            assert_eq!(
+                *chosen.get_or_insert(pack),
+                pack,
+                "{round}: the winner moved"
+            );
+            // Every field, the whole locator included, from that one pack.
+            let expected: BTreeMap<Uuid, CaptureDescriptor> = packs[&pack]
+                .iter()
+                .map(|d| (d.capture_id, at(d, version)))
+                .collect();
+            assert_eq!(page, expected, "{round}");
+        }
+        if round == "as written" {
+            live.exec(&format!(
+                "OPTIMIZE TABLE {} FINAL",
+                live.tables().capture_raw()
+            ))
+            .await;
+            // Pack identity is in the sort key: the merge kept both rows.
+            let n = live
+                .count(&format!(
+                    "SELECT count() AS n FROM {}",
+                    live.tables().capture_raw()
+                ))
+                .await;
+            assert_eq!(n, 60);
+        }
+    }
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pages_walk_every_capture_exactly_once_and_filters_narrow() {
+    let Some(live) = Live::start("pages_walk").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    let ids = capture_ids(250);
+    let rows = pack_of(TENANT, &ids, 0, "store-a", Uuid::new_v4());
+    let version = indexed_version(&ok("index", c.index(&mut lease, rows.clone()).await));
+    for size in [7, 100, 250, 1000] {
+        let (_, all) = walk(c, size).await;
+        assert_eq!(all.len(), 250, "page size {size}");
+        let all = by_id(all);
+        assert_eq!(all.len(), 250);
+    }
+    // Filters: each narrows to exactly the rows it names.
+    type Predicate = Box<dyn Fn(&CaptureDescriptor) -> bool>;
+    let filters: Vec<(SearchFilter, Predicate)> = vec![
+        (
+            SearchFilter {
+                experiment_id: Some("exp1".into()),
+                ..SearchFilter::default()
+            },
+            Box::new(|d| d.experiment_id == "exp1"),
+        ),
+        (
+            SearchFilter {
+                run_id: Some("run0".into()),
+                dtype: Some("f32".into()),
+                ..SearchFilter::default()
+            },
+            Box::new(|d| d.run_id == "run0" && d.dtype == "f32"),
+        ),
+        (
+            SearchFilter {
+                tensor_name_prefix: Some("encoder.layers.3".into()),
+                step: capcat_proto::reader::Range {
+                    from: Some(10),
+                    until: Some(200),
+                },
+                ..SearchFilter::default()
+            },
+            Box::new(|d| {
+                d.tensor_name.starts_with("encoder.layers.3") && (10..=200).contains(&d.step)
+            }),
+        ),
+        (
+            SearchFilter {
+                captured_at_ns: capcat_proto::reader::Range {
+                    from: Some(1_000_100),
+                    until: Some(1_000_100),
+                },
+                ..SearchFilter::default()
+            },
+            Box::new(|d| d.captured_at_ns == 1_000_100),
+        ),
+    ];
+    for (filter, pred) in filters {
+        let query = SearchQuery {
+            filter: SearchFilter {
+                tenant_id: TENANT.to_owned(),
+                ..filter
+            },
+            cursor: None,
+            page_size: ok("size", PageSize::new(5000)),
+        };
+        let page = ok("search", c.search(query).await);
+        let got: BTreeSet<Uuid> = page.records.iter().map(|d| d.capture_id).collect();
+        let want: BTreeSet<Uuid> = rows
+            .iter()
+            .filter(|d| pred(d))
+            .map(|d| d.capture_id)
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(got, want);
+        assert!(page.records.iter().all(|d| d.index_version == version));
+    }
+    // Another tenant sees nothing.
+    let other = SearchQuery {
+        filter: SearchFilter {
+            tenant_id: "someone-else".into(),
+            ..SearchFilter::default()
+        },
+        cursor: None,
+        page_size: PageSize::default(),
+    };
+    assert!(ok("search", c.search(other).await).records.is_empty());
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours() {
+    let Some(live) = Live::start("foreign_row_at_v").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut lease = ok("acquire", c.acquire_lease("publisher").await);
+    let ids = capture_ids(10);
+    let pack = Uuid::new_v4();
+    let rows = pack_of(TENANT, &ids, 0, "store-a", pack);
+    // Descriptors are inert until a publish admits their pack.
+    let insert = capcat_proto::descriptor::insert_descriptors(live.tables(), rows);
+    ok("descriptors", c.transport().execute(&insert).await);
+    let version = ok("allocate", c.allocate_version().await);
+    let foreign = Uuid::new_v4();
+    live.exec(&format!(
+        "INSERT INTO {} (index_version, publish_id) VALUES ({version}, '{foreign}')",
+        live.tables().index_watermark()
+    ))
+    .await;
+    let packs: BTreeSet<PackRef> = [("store-a".to_owned(), pack)].into();
+    let ours = match c.publish_snapshot(&mut lease, version, packs).await {
+        Err(CatalogError::LostRace(race)) => {
+            assert_eq!(race.version, version);
+            assert_eq!(race.found, BTreeSet::from([foreign]));
+            race.publish_id
+        }
+        other => panic!("expected the publish to raise a lost race, got {other:?}"),
+    };
+    let at_v = live
+        .rows(
+            &format!(
+                "SELECT publish_id FROM {} WHERE index_version = {version}",
+                live.tables().index_watermark()
+            ),
+            &[("publish_id", ColumnType::Uuid)],
+        )
+        .await;
+    assert_eq!(
+        at_v,
+        vec![vec![Value::Uuid(foreign)]],
+        "the foreign row is the only one at V"
+    );
+    let mine = live
+        .count(&format!(
+            "SELECT count() AS n FROM {} WHERE publish_id = '{ours}'",
+            live.tables().snapshot_manifest()
+        ))
+        .await;
+    assert_eq!(mine, 0, "the barrier let our manifest rows land");
+    // No snapshot admits our pack: not at the head, not through the view.
+    let head = ok("pin", c.pin().await);
+    assert_eq!(head, version);
+    let lookup = ok(
+        "lookup",
+        c.get_by_ids(TENANT, ids.iter().copied().collect(), head)
+            .await,
+    );
+    assert!(lookup.records.is_empty(), "{:?}", lookup.records.keys());
+    let view = live
+        .count(&format!(
+            "SELECT count() AS n FROM {}",
+            live.tables().capture_view()
+        ))
+        .await;
+    assert_eq!(view, 0);
+    live.finish().await;
+}
+
+/// Drives `publish` until it is about to run its first guarded INSERT.
+async fn run_until_guarded(live: &Live, publish: &mut Publish) {
+    for _ in 0..100 {
+        match publish.poll() {
+            Step::Execute(stmt) if stmt.name == "publish.insert_manifest" => return,
+            Step::Execute(stmt) => {
+                let input = match live.catalog.transport().execute(&stmt).await {
+                    Ok(rows) => Input::Rows(rows),
+                    Err(f) => Input::Failed(f),
+                };
+                publish.handle(input);
+            }
+            Step::Draw { .. } => publish.handle(Input::Drawn(0)),
+            Step::Done(outcome) => {
+                panic!("the publish ended before its guarded INSERTs: {outcome:?}")
+            }
+        }
+    }
+    panic!("the publish never reached its guarded INSERTs");
+}
+
+/// A publisher renews, then loses its lease to a takeover before its guarded
+/// INSERTs run; returns its outcome and whether the publication tables
+/// changed. `config` picks the design under test.
+async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Option<bool> {
+    let live = Live::start_with(test, config.clone()).await?;
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut a = ok("acquire", c.acquire_lease("publisher-a").await);
+    let first = capture_ids(12);
+    let rows = pack_of(TENANT, &first, 0, "store-a", Uuid::new_v4());
+    let w1 = indexed_version(&ok("index", c.index(&mut a, rows).await));
+    let (pinned_w, pinned_page) = walk(c, 5).await;
+    assert_eq!(pinned_w, w1);
+
+    // A prepares a publish of a second pack: descriptors, version, renewal.
+    let second = capture_ids(12);
+    let pack = Uuid::new_v4();
+    let insert = capcat_proto::descriptor::insert_descriptors(
+        live.tables(),
+        pack_of(TENANT, &second, 100, "store-a", pack),
+    );
+    ok("descriptors", c.transport().execute(&insert).await);
+    let version = ok("allocate", c.allocate_version().await);
+    let mut publish = Publish::new(
+        live.tables().clone(),
+        config.clone(),
+        a.lease().clone(),
+        version,
+        [("store-a".to_owned(), pack)].into(),
+        Uuid::new_v4(),
+    );
+    run_until_guarded(&live, &mut publish).await;
+
+    // The lease expires under A and B takes it over.
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    let b_catalog = live.second_catalog(config);
+    let _b = ok("B takes over", b_catalog.acquire_lease("publisher-b").await);
+    let before = live.publication_tables().await;
+
+    // A's guarded INSERTs run now.
+    let mut outcome = None;
+    for _ in 0..100 {
+        match publish.poll() {
+            Step::Execute(stmt) => {
+                let input = match c.transport().execute(&stmt).await {
+                    Ok(rows) => Input::Rows(rows),
+                    Err(f) => Input::Failed(f),
+                };
+                publish.handle(input);
+            }
+            Step::Draw { .. } => publish.handle(Input::Drawn(0)),
+            Step::Done(o) => {
+                outcome = Some(o);
+                break;
+            }
+        }
+    }
+    let outcome = outcome.expect("the publish finished");
+    let after = live.publication_tables().await;
+    let changed = before != after;
+    if !changed {
+        assert!(
+            matches!(outcome, Ok(capcat_proto::PublishOutcome::LeaseLost { .. })),
+            "{outcome:?}"
+        );
+    }
+    // A reader pinned before resolves the same page, at the same watermark.
+    let ids: BTreeSet<Uuid> = pinned_page.iter().map(|d| d.capture_id).collect();
+    let again = ok("resolve", c.resolve(TENANT, ids, pinned_w).await);
+    assert_eq!(again, by_id(pinned_page));
+    // And A's own stale index pass is refused without writing.
+    let before = live.publication_tables().await;
+    let stale = c
+        .index(
+            &mut a,
+            pack_of(TENANT, &capture_ids(3), 200, "store-a", Uuid::new_v4()),
+        )
+        .await;
+    assert!(stale.is_err(), "a stale publisher indexed: {stale:?}");
+    if !changed {
+        assert_eq!(before, live.publication_tables().await);
+    }
+    live.finish().await;
+    Some(changed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_publisher_whose_lease_was_taken_over_writes_nothing() {
+    if let Some(changed) = taken_over_publisher("taken_over", short_lease_config()).await {
+        assert!(
+            !changed,
+            "FencedOutWritesNothing: the watermark or manifest changed"
+        );
+    }
+}
+
+/// The rejected barrier-only design, on the same script: the real engine
+/// lets the fenced-out publisher write. This is the proof that the test
+/// above can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_barrier_only_design_lets_a_taken_over_publisher_write() {
+    let config = short_lease_config().with_variant(capcat_proto::config::Variant::BarrierOnly);
+    if let Some(changed) = taken_over_publisher("barrier_only", config).await {
+        assert!(
+            changed,
+            "the barrier-only design wrote nothing: the scenario lost its teeth"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
+    let Some(live) = Live::start("fence_empty_lease").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let t = live.tables();
+    let cfg = c.config();
+    let (v, publish_id, lease_id) = (1, Uuid::new_v4(), Uuid::new_v4());
+    let statements = [
+        capcat_proto::publish::sql::insert_manifest(
+            t,
+            cfg,
+            v,
+            publish_id,
+            lease_id,
+            vec![("store-a".to_owned(), Uuid::new_v4())],
+        ),
+        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, lease_id),
+        capcat_proto::lease::sql::release(t, cfg, lease_id, "nobody"),
+    ];
+    for stmt in &statements {
+        ok(stmt.name, c.transport().execute(stmt).await);
+    }
+    let (watermark, manifest) = live.publication_tables().await;
+    assert!(watermark.is_empty() && manifest.is_empty());
+    let leases = live
+        .count(&format!("SELECT count() AS n FROM {}", t.publisher_lease()))
+        .await;
+    assert_eq!(
+        leases, 0,
+        "a release over an empty lease table wrote a tombstone"
+    );
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_public_view_shows_only_published_rows() {
+    let Some(live) = Live::start("public_view").await else {
+        return;
+    };
+    let c = &live.catalog;
+    let t = live.tables().clone();
+    ok("ensure", c.ensure_schema().await);
+    let view_ids = |rows: Vec<Vec<Value>>| -> Vec<(Uuid, Uuid)> {
+        rows.into_iter()
+            .map(|r| match r.as_slice() {
+                [Value::Uuid(capture), Value::Uuid(pack)] => (*capture, *pack),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let view_sql = format!(
+        "SELECT capture_id, pack_id FROM {} ORDER BY capture_id, pack_id",
+        t.capture_view()
+    );
+    let view_cols = [
+        ("capture_id", ColumnType::Uuid),
+        ("pack_id", ColumnType::Uuid),
+    ];
+
+    // An emptied membership bound: nothing published yet, descriptor rows
+    // written and manifest rows standing without their watermark row.
+    let orphan_ids = capture_ids(4);
+    let orphan = Uuid::new_v4();
+    let insert = capcat_proto::descriptor::insert_descriptors(
+        &t,
+        pack_of(TENANT, &orphan_ids, 0, "store-a", orphan),
+    );
+    ok("descriptors", c.transport().execute(&insert).await);
+    live.exec(&format!(
+        "INSERT INTO {} (index_version, publish_id, store_id, pack_id) VALUES (1, '{}', 'store-a', '{orphan}')",
+        t.snapshot_manifest(),
+        Uuid::new_v4()
+    ))
+    .await;
+    assert!(view_ids(live.rows(&view_sql, &view_cols).await).is_empty());
+
+    // Publish pack P, then pack Q describing two of P's captures.
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    let ids = capture_ids(5);
+    let (p, q) = (Uuid::new_v4(), Uuid::new_v4());
+    ok(
+        "index P",
+        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-a", p))
+            .await,
+    );
+    ok(
+        "index Q",
+        c.index(&mut lease, pack_of(TENANT, &ids[..2], 0, "store-b", q))
+            .await,
+    );
+    // An unpublished batch: descriptors only.
+    let unpublished = Uuid::new_v4();
+    let insert = capcat_proto::descriptor::insert_descriptors(
+        &t,
+        pack_of(TENANT, &capture_ids(3), 50, "store-a", unpublished),
+    );
+    ok("descriptors", c.transport().execute(&insert).await);
+
+    // ClickHouse orders UUIDs differently from Rust: compare as sorted here.
+    let mut shown = view_ids(live.rows(&view_sql, &view_cols).await);
+    shown.sort();
+    let mut expected: Vec<(Uuid, Uuid)> = ids.iter().map(|i| (*i, p)).collect();
+    expected.extend(ids[..2].iter().map(|i| (*i, q)));
+    expected.sort();
+    assert_eq!(
+        shown, expected,
+        "only published rows, a two-pack capture twice"
+    );
+    live.finish().await;
+}
+
+// ---- schema refusal ----
+
+/// The catalog as the seed's predecessor built it, written out literally (not
+/// generated from our code): descriptor key without pack identity, a commit
+/// log for membership, a watermark without publish_id, no manifest, no lease,
+/// no claims, no stamp.
+fn older_ddl(p: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE {p}_capture_raw (tenant_id String, experiment_id String, run_id String, \
+             captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, \
+             index_version UInt64, step UInt64, tensor_name String, dtype String, \
+             shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, \
+             maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, \
+             zero_fraction Float64, payload_offset UInt64, payload_length UInt64, \
+             payload_sha256 String) ENGINE = ReplacingMergeTree(index_version) \
+             ORDER BY (tenant_id, experiment_id, run_id, captured_at_ns, capture_id)"
+        ),
+        format!(
+            "CREATE TABLE {p}_pack_inventory_raw (store_id String, pack_id UUID, \
+             index_version UInt64, committed_at_ns UInt64) \
+             ENGINE = ReplacingMergeTree(index_version) ORDER BY (store_id, pack_id)"
+        ),
+        format!(
+            "CREATE TABLE {p}_index_watermark (index_version UInt64, published_at_ns UInt64) \
+             ENGINE = MergeTree ORDER BY index_version"
+        ),
+        format!(
+            "CREATE TABLE {p}_pack_commit_log (index_version UInt64, store_id String, \
+             pack_id UUID) ENGINE = MergeTree ORDER BY (index_version, store_id, pack_id)"
+        ),
+        format!(
+            "CREATE VIEW {p}_capture AS SELECT * FROM {p}_capture_raw FINAL WHERE \
+             (store_id, pack_id) IN (SELECT store_id, pack_id FROM {p}_pack_commit_log)"
+        ),
+    ]
+}
+
+async fn names_present(live: &Live, names: &[String]) -> BTreeMap<String, (String, String)> {
+    let list = names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    live.rows(
+        &format!(
+            "SELECT name, engine, sorting_key FROM system.tables WHERE database = currentDatabase() \
+             AND name IN ({list})"
+        ),
+        &[("name", ColumnType::String), ("engine", ColumnType::String), ("sorting_key", ColumnType::String)],
+    )
+    .await
+    .into_iter()
+    .map(|r| match r.as_slice() {
+        [Value::String(n), Value::String(e), Value::String(k)] => (n.clone(), (e.clone(), k.clone())),
+        other => panic!("{other:?}"),
+    })
+    .collect()
+}
+
+async fn has_column(live: &Live, table: &str, column: &str) -> bool {
+    live.count(&format!(
+        "SELECT count() AS n FROM system.columns WHERE database = currentDatabase() \
+         AND table = '{table}' AND name = '{column}'"
+    ))
+    .await
+        == 1
+}
+
+fn refusal(r: Result<EnsureOutcome, CatalogError>) -> Box<capcat_proto::schema::Refusal> {
+    match r {
+        Err(CatalogError::Schema(SchemaError::Refused(refusal))) => refusal,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_older_catalog_is_refused_truthfully_and_the_rebuild_restores_every_capture() {
+    let Some(live) = Live::start("older_ddl").await else {
+        return;
+    };
+    let c = &live.catalog;
+    let t = live.tables().clone();
+    let p = t.prefix().to_owned();
+    for ddl in older_ddl(&p) {
+        live.exec(&ddl).await;
+    }
+    // The old catalog's rows: two packs, each capture once.
+    let ids = capture_ids(8);
+    let (p1, p2) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut originals = pack_of(TENANT, &ids[..4], 0, "store-a", p1);
+    originals.extend(pack_of(TENANT, &ids[4..], 4, "store-b", p2));
+    let insert = capcat_proto::descriptor::insert_descriptors(&t, originals.clone());
+    ok("old rows", c.transport().execute(&insert).await);
+    live.exec(&format!(
+        "INSERT INTO {p}_pack_commit_log VALUES (1, 'store-a', '{p1}'), (1, 'store-b', '{p2}')"
+    ))
+    .await;
+
+    let refused = refusal(c.ensure_schema().await);
+    let message = refused.to_string();
+    println!("{message}");
+    let Diagnosis::Unstamped(u) = &refused.diagnosis else {
+        panic!("expected an unstamped diagnosis: {message}");
+    };
+    // Every claim, checked against the live schema.
+    let mut all: Vec<String> = capcat_proto::schema::CatalogObject::ALL
+        .iter()
+        .map(|o| o.name(&t))
+        .collect();
+    all.push(format!("{p}_pack_commit_log"));
+    let live_objects = names_present(&live, &all).await;
+    for name in &u.present {
+        assert!(live_objects.contains_key(name), "claimed present: {name}");
+        assert!(message.contains(&format!("`{name}`")), "{name} not named");
+    }
+    for name in &u.missing {
+        assert!(!live_objects.contains_key(name), "claimed absent: {name}");
+        assert!(message.contains(&format!("`{name}`")), "{name} not named");
+    }
+    assert_eq!(
+        u.present.len() + u.missing.len(),
+        capcat_proto::schema::CatalogObject::ALL.len()
+    );
+    for name in &u.legacy_present {
+        assert!(live_objects.contains_key(name), "claimed legacy: {name}");
+    }
+    assert!(u.legacy_present.contains(&format!("{p}_pack_commit_log")));
+    let (_, live_key) = &live_objects[&t.capture_raw()];
+    assert_eq!(
+        u.sort_key_found.as_ref().map(|k| k.join(", ")),
+        Some(live_key.clone()),
+        "the sort key claimed is not the live one"
+    );
+    assert!(message.contains(&format!("({live_key})")), "{message}");
+    assert!(!u.sort_key_matches(), "the old key lacks pack identity");
+    for (table, present) in &u.membership_tables {
+        assert_eq!(
+            *present,
+            live_objects.contains_key(table),
+            "membership table {table}"
+        );
+    }
+    for (table, carries) in &u.publish_id {
+        let here = live_objects.contains_key(table);
+        match carries {
+            None => assert!(!here, "{table} claimed absent"),
+            Some(c) => assert_eq!(*c, has_column(&live, table, "publish_id").await, "{table}"),
+        }
+    }
+    // Nothing was created by the refused ensure.
+    assert_eq!(names_present(&live, &all).await, live_objects);
+
+    // The documented rebuild: drop everything it lists, ensure, acquire,
+    // reconcile every pack in the object store.
+    let Instruction::Rebuild { drops, inventory } = &refused.instruction else {
+        panic!("expected the rebuild instruction: {message}");
+    };
+    assert!(drops.iter().any(|d| d.contains(inventory.as_str())));
+    for drop in drops {
+        live.exec(drop).await;
+    }
+    assert!(
+        names_present(&live, &all).await.is_empty(),
+        "the rebuild's drops left objects"
+    );
+    assert_eq!(
+        ok("ensure", c.ensure_schema().await),
+        EnsureOutcome::Created
+    );
+    let mut lease = ok("acquire", c.acquire_lease("reconciler").await);
+    // The object store holds the two packs; reconcile them pack by pack.
+    for pack in [p1, p2] {
+        let rows: Vec<CaptureDescriptor> = originals
+            .iter()
+            .filter(|d| d.locator.pack_id == pack)
+            .cloned()
+            .collect();
+        ok("reconcile", c.index(&mut lease, rows).await);
+    }
+    let head = ok("pin", c.pin().await);
+    let restored = ok(
+        "resolve",
+        c.resolve(TENANT, ids.iter().copied().collect(), head).await,
+    );
+    for d in &originals {
+        assert_eq!(
+            restored[&d.capture_id].locator, d.locator,
+            "capture {}",
+            d.capture_id
+        );
+    }
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_healthy_catalog_with_its_manifest_truncated_is_refused() {
+    let Some(live) = Live::start("manifest_truncated").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    ok(
+        "index",
+        c.index(
+            &mut lease,
+            pack_of(TENANT, &capture_ids(3), 0, "s", Uuid::new_v4()),
+        )
+        .await,
+    );
+    assert!(matches!(
+        ok("ensure again", c.ensure_schema().await),
+        EnsureOutcome::Current { .. }
+    ));
+    live.exec(&format!(
+        "TRUNCATE TABLE {}",
+        live.tables().snapshot_manifest()
+    ))
+    .await;
+    let refused = refusal(c.ensure_schema().await);
+    match &refused.diagnosis {
+        Diagnosis::InventoryWithoutMembership { counts, .. } => {
+            assert_eq!(counts.effective_membership_rows, 0);
+            assert_eq!(counts.inventory_rows, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(refused.instruction, Instruction::Rebuild { .. }));
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stamp_cleared_by_an_operator_is_still_refused_when_tables_are_missing() {
+    let Some(live) = Live::start("stamp_cleared").await else {
+        return;
+    };
+    let c = &live.catalog;
+    let t = live.tables();
+    ok("ensure", c.ensure_schema().await);
+    live.exec(&format!("TRUNCATE TABLE {}", t.schema_version()))
+        .await;
+    live.exec(&format!("DROP TABLE {}", t.index_watermark()))
+        .await;
+    let refused = refusal(c.ensure_schema().await);
+    match &refused.diagnosis {
+        Diagnosis::MissingTables { stamp, missing } => {
+            assert_eq!(*stamp, StampSeen::Empty);
+            assert_eq!(missing, &BTreeSet::from([t.index_watermark()]));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("`{}`", t.index_watermark()))
+    );
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stray_lone_table_is_named() {
+    let Some(live) = Live::start("stray_lone_table").await else {
+        return;
+    };
+    let c = &live.catalog;
+    let p = live.tables().prefix().to_owned();
+    // A leftover of the earlier design, alone.
+    live.exec(&format!(
+        "CREATE TABLE {p}_pack_commit_log (index_version UInt64, store_id String, pack_id UUID) \
+         ENGINE = MergeTree ORDER BY index_version"
+    ))
+    .await;
+    let refused = refusal(c.ensure_schema().await);
+    let name = format!("{p}_pack_commit_log");
+    match &refused.diagnosis {
+        Diagnosis::Leftovers { objects } => assert_eq!(objects, &BTreeSet::from([name.clone()])),
+        other => panic!("{other:?}"),
+    }
+    assert!(refused.to_string().contains(&format!("`{name}`")));
+    live.exec(&format!("DROP TABLE {name}")).await;
+    // One of our own tables, alone and unstamped, is named as present.
+    live.exec(&format!(
+        "CREATE TABLE {} (index_version UInt64, claim_id UUID, claimed_at_ns UInt64) \
+         ENGINE = MergeTree ORDER BY index_version",
+        live.tables().version_claims()
+    ))
+    .await;
+    let refused = refusal(c.ensure_schema().await);
+    match &refused.diagnosis {
+        Diagnosis::Unstamped(u) => {
+            assert_eq!(u.present, BTreeSet::from([live.tables().version_claims()]));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        refused
+            .to_string()
+            .contains(&format!("`{}`", live.tables().version_claims()))
+    );
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stale_writers_release_cannot_revoke_a_healthy_holders_lease() {
+    let Some(live) = Live::start_with("stale_release", short_lease_config()).await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut stale = ok("acquire", c.acquire_lease("stale").await);
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    let healthy_catalog = live.second_catalog(short_lease_config());
+    let mut healthy = ok("takeover", healthy_catalog.acquire_lease("healthy").await);
+    let before = live
+        .count(&format!(
+            "SELECT count() AS n FROM {}",
+            live.tables().publisher_lease()
+        ))
+        .await;
+    // The stale writer shuts down cleanly: its release runs to completion...
+    ok("stale release", stale.release().await);
+    let after = live
+        .count(&format!(
+            "SELECT count() AS n FROM {}",
+            live.tables().publisher_lease()
+        ))
+        .await;
+    assert_eq!(before, after, "the stale release wrote a tombstone");
+    // ...and the healthy holder still holds, renews and publishes.
+    ok("renew", healthy.renew().await);
+    let report = healthy_catalog
+        .index(
+            &mut healthy,
+            pack_of(TENANT, &capture_ids(2), 0, "s", Uuid::new_v4()),
+        )
+        .await;
+    indexed_version(&ok("index", report));
+    // The stale writer cannot come back while the healthy lease is live.
+    match c.acquire_lease("stale-again").await {
+        Err(CatalogError::Lease(LeaseError::Held { holder, .. })) => assert_eq!(holder, "healthy"),
+        other => panic!("{other:?}"),
+    }
+    ok("healthy release", healthy.release().await);
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_mirrored_pack_is_not_admitted_to_a_snapshot_pinned_before_it() {
+    let Some(live) = Live::start("mirrored_pack").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    let ids = capture_ids(9);
+    let pack = Uuid::new_v4();
+    let w1 = indexed_version(&ok(
+        "index",
+        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-a", pack))
+            .await,
+    ));
+    // A search pinned at W1, one page taken.
+    let first = ok(
+        "search",
+        c.search(SearchQuery {
+            filter: SearchFilter {
+                tenant_id: TENANT.into(),
+                ..SearchFilter::default()
+            },
+            cursor: None,
+            page_size: ok("size", PageSize::new(4)),
+        })
+        .await,
+    );
+    assert_eq!(first.watermark, w1);
+    let cursor: Cursor = first.next.clone().expect("more pages");
+    // The mirror: the SAME pack id in a second store, at a later version.
+    let w2 = indexed_version(&ok(
+        "mirror",
+        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-b", pack))
+            .await,
+    ));
+    assert!(w2 > w1);
+    // The pinned search continues at W1 and sees only store-a.
+    let mut records = first.records;
+    let mut next = Some(cursor);
+    while let Some(cursor) = next {
+        let page = ok(
+            "search",
+            c.search(SearchQuery {
+                filter: SearchFilter {
+                    tenant_id: TENANT.into(),
+                    ..SearchFilter::default()
+                },
+                cursor: Some(cursor),
+                page_size: ok("size", PageSize::new(4)),
+            })
+            .await,
+        );
+        assert_eq!(page.watermark, w1);
+        records.extend(page.records);
+        next = page.next;
+    }
+    let records = by_id(records);
+    assert_eq!(records.len(), 9);
+    assert!(
+        records
+            .values()
+            .all(|d| d.locator.store_id == "store-a" && d.index_version == w1)
+    );
+    let set: BTreeSet<Uuid> = ids.iter().copied().collect();
+    let at_w1 = ok("lookup", c.resolve(TENANT, set.clone(), w1).await);
+    assert!(
+        at_w1.values().all(|d| d.locator.store_id == "store-a"),
+        "the mirror entered W1"
+    );
+    let at_w2 = ok("lookup", c.resolve(TENANT, set, w2).await);
+    assert!(
+        at_w2.values().all(|d| d.locator.store_id == "store-b"),
+        "newest wins at W2"
+    );
+    live.finish().await;
+}
+
+/// One publisher's turn in a race trial: (re)acquire the lease if it holds
+/// none, then index its pack; a pass that fails drops the handle.
+async fn publisher_turn(
+    catalog: &Catalog,
+    handle: &mut Option<capcat_clickhouse::LeaseHandle>,
+    rows: Vec<CaptureDescriptor>,
+    name: &'static str,
+) -> Option<IndexReport> {
+    if handle.is_none() {
+        *handle = catalog.acquire_lease(name).await.ok();
+    }
+    let h = handle.as_mut()?;
+    match catalog.index(h, rows).await {
+        Ok(report) => Some(report),
+        Err(_) => {
+            *handle = None;
+            None
+        }
+    }
+}
+
+/// Trials of the two-publisher race (`CAPCAT_RACE_TRIALS`, default 300).
+fn race_trials() -> u32 {
+    std::env::var("CAPCAT_RACE_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
+    let Some(live) = Live::start("publisher_race").await else {
+        return;
+    };
+    let a = live.second_catalog(capcat_proto::Config::default());
+    let b = live.second_catalog(capcat_proto::Config::default());
+    let reader = live.second_catalog(capcat_proto::Config::default());
+    ok("ensure", a.ensure_schema().await);
+    let mut handles = [Some(ok("acquire", a.acquire_lease("a").await)), None];
+    let catalogs = [a.clone(), b.clone()];
+    let mut all_ids: BTreeSet<Uuid> = BTreeSet::new();
+    let mut seen: BTreeMap<u64, BTreeMap<Uuid, CaptureDescriptor>> = BTreeMap::new();
+    let mut published = 0u32;
+    let trials = race_trials();
+    for trial in 0..trials {
+        // Each publisher indexes a pack of its own; the holder's lease is
+        // released concurrently at a random moment, and the other publisher
+        // re-acquires and publishes, so guarded INSERTs of a publisher
+        // losing its lease overlap the successor's.
+        let packs: Vec<Vec<CaptureDescriptor>> = (0..2)
+            .map(|i| {
+                pack_of(
+                    TENANT,
+                    &capture_ids(2),
+                    u64::from(trial * 2 + i),
+                    "s",
+                    Uuid::new_v4(),
+                )
+            })
+            .collect();
+        for p in &packs {
+            all_ids.extend(p.iter().map(|d| d.capture_id));
+        }
+        let holder_lease = handles.iter().flatten().next().map(|h| h.lease().clone());
+        let ids = all_ids.clone();
+        let [ha, hb] = &mut handles;
+        let release = async {
+            tokio::time::sleep(Duration::from_micros(u64::from(trial % 7) * 700)).await;
+            if let Some(lease) = holder_lease {
+                let machine =
+                    capcat_proto::Release::new(a.tables().clone(), a.config().clone(), lease);
+                let mut machine = machine;
+                let _ = capcat_clickhouse::drive(
+                    "race.release",
+                    &mut machine,
+                    reader.transport().as_ref(),
+                    &capcat_clickhouse::Jitter::from_seed(u64::from(trial)),
+                )
+                .await;
+            }
+        };
+        let observe = async {
+            let w = ok("pin", reader.pin().await);
+            let found = ok("lookup", reader.get_by_ids(TENANT, ids.clone(), w).await);
+            (w, found.records)
+        };
+        let mut packs = packs.into_iter();
+        let (ra, rb, (), (w, records)) = tokio::join!(
+            publisher_turn(&catalogs[0], ha, packs.next().expect("pack a"), "a"),
+            publisher_turn(&catalogs[1], hb, packs.next().expect("pack b"), "b"),
+            release,
+            observe,
+        );
+        published += u32::from(ra.is_some()) + u32::from(rb.is_some());
+        // PinnedSnapshotNeverGrows: a watermark seen once resolves the same
+        // captures, to the same rows, every time after.
+        let previous = seen.entry(w).or_insert_with(|| records.clone());
+        assert_eq!(
+            previous, &records,
+            "trial {trial}: the snapshot at W={w} changed"
+        );
+        // And one earlier watermark, re-read with every id minted since.
+        let (old_w, old) = seen
+            .iter()
+            .nth(trial as usize % seen.len())
+            .expect("at least the watermark just seen");
+        let again = ok(
+            "lookup",
+            reader.get_by_ids(TENANT, all_ids.clone(), *old_w).await,
+        );
+        assert_eq!(
+            &again.records, old,
+            "trial {trial}: the snapshot at W={old_w} grew"
+        );
+    }
+    println!(
+        "{trials} trials, {published} passes published, {} watermarks observed",
+        seen.len()
+    );
+    assert!(
+        published > 0,
+        "no publisher ever published: the race was not run"
+    );
+    assert!(seen.len() > 1, "the reader never saw the catalog move");
+    live.finish().await;
+}
