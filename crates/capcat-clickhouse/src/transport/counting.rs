@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use capcat_proto::{Failure, Rows, Statement};
 
@@ -13,6 +14,8 @@ use super::{BoxFuture, Transport};
 pub struct StatementCount {
     /// Count by statement name.
     pub by_name: BTreeMap<&'static str, u64>,
+    /// Time spent in each statement name (from send to decoded rows).
+    pub elapsed_by_name: BTreeMap<&'static str, Duration>,
 }
 
 impl StatementCount {
@@ -46,14 +49,14 @@ impl<T> Counting<T> {
 
 impl<T: Transport> Transport for Counting<T> {
     fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
-        *self
-            .counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .by_name
-            .entry(stmt.name)
-            .or_default() += 1;
-        self.inner.execute(stmt)
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = self.inner.execute(stmt).await;
+            let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+            *counts.by_name.entry(stmt.name).or_default() += 1;
+            *counts.elapsed_by_name.entry(stmt.name).or_default() += started.elapsed();
+            result
+        })
     }
 
     fn kind(&self) -> &'static str {
