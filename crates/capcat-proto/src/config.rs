@@ -99,6 +99,9 @@ pub enum Variant {
     NoExecutionCap,
     /// The index pass records the inventory before publishing.
     InventoryBeforePublish,
+    /// Publish INSERTs carry no guard at all, and the read-back asks "am I
+    /// the highest published version?" after the rows are durable.
+    PostWriteCheck,
 }
 
 /// The validated protocol configuration.
@@ -112,6 +115,8 @@ pub struct Config {
     chunk: usize,
     #[cfg(any(test, feature = "mutations"))]
     variant: Variant,
+    #[cfg(any(test, feature = "mutations"))]
+    wait_out_contested_term: bool,
 }
 
 impl Config {
@@ -146,6 +151,8 @@ impl Config {
             chunk: MAX_CHUNK,
             #[cfg(any(test, feature = "mutations"))]
             variant: Variant::Shipped,
+            #[cfg(any(test, feature = "mutations"))]
+            wait_out_contested_term: false,
         })
     }
 
@@ -189,6 +196,40 @@ impl Config {
         self
     }
 
+    /// Sets the publish timeout WITHOUT the checks of [`Config::new`], so a
+    /// cap at or above the lease TTL can be modelled (model checking only).
+    #[cfg(any(test, feature = "mutations"))]
+    pub fn with_publish_timeout_s_unchecked(mut self, publish_timeout_s: u32) -> Self {
+        self.publish_timeout_s = publish_timeout_s;
+        self
+    }
+
+    /// NOT a rejected design: the fix the model checker proposes (model
+    /// checking only, combinable with any [`Variant`]). An acquire treats a
+    /// live head row of another lease as held even when its term is
+    /// contested: that row's claimant may have read itself back as sole
+    /// before the rival claim landed, and may have a fenced statement in
+    /// flight. The production acquire takes a contested head at once, which
+    /// the model shows can grow a pinned snapshot.
+    #[cfg(any(test, feature = "mutations"))]
+    pub fn with_wait_out_contested_term(mut self, wait: bool) -> Self {
+        self.wait_out_contested_term = wait;
+        self
+    }
+
+    /// Whether [`Config::with_wait_out_contested_term`] is set; always
+    /// false without the `mutations` feature.
+    pub(crate) fn waits_out_contested_term(&self) -> bool {
+        #[cfg(any(test, feature = "mutations"))]
+        {
+            self.wait_out_contested_term
+        }
+        #[cfg(not(any(test, feature = "mutations")))]
+        {
+            false
+        }
+    }
+
     /// The selected design.
     #[cfg(any(test, feature = "mutations"))]
     pub fn variant(&self) -> Variant {
@@ -216,6 +257,7 @@ impl Config {
                         Variant::InventoryBeforePublish,
                         VariantName::InventoryBeforePublish
                     )
+                    | (Variant::PostWriteCheck, VariantName::PostWriteCheck)
             )
         }
         #[cfg(not(any(test, feature = "mutations")))]
@@ -270,6 +312,8 @@ pub(crate) enum VariantName {
     FreshLeaseIdOnReacquire,
     NoExecutionCap,
     InventoryBeforePublish,
+    #[cfg(any(test, feature = "mutations"))]
+    PostWriteCheck,
 }
 
 /// The jitter window for attempt `attempt` (0-based): a claim retry skips

@@ -23,6 +23,8 @@ pub mod fragments;
 pub mod index;
 pub mod lease;
 pub mod machine;
+#[cfg(any(test, feature = "mutations"))]
+pub mod mutations;
 pub mod publish;
 pub mod reader;
 pub mod schema;

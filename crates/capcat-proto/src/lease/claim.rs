@@ -130,7 +130,14 @@ impl LeaseClaim {
                 }
             }
             ClaimMode::Acquire => {
-                if let Some(h) = head.as_ref().filter(|h| h.live && !h.contested && !ours) {
+                // `Config::with_wait_out_contested_term` (model checking only): a live head
+                // row of someone else is held even when its term is contested.
+                let wait_out = self.cfg.waits_out_contested_term();
+                let foreign = |h: &LeaseHead| Some(h.lease_id) != own_id;
+                if let Some(h) = head
+                    .as_ref()
+                    .filter(|h| h.live && !ours && (!h.contested || (wait_out && foreign(h))))
+                {
                     return self.finish(Err(LeaseError::Held {
                         holder: h.holder.clone(),
                         lease_id: h.lease_id,

@@ -239,6 +239,10 @@ impl Machine for Publish {
                 self.publish_id,
                 self.lease.lease_id,
             )),
+            #[cfg(any(test, feature = "mutations"))]
+            State::ReadBack if self.cfg.is(VariantName::PostWriteCheck) => {
+                Step::Execute(sql::read_highest_publish_ids(&self.tables))
+            }
             State::ReadBack => Step::Execute(sql::read_publish_ids(&self.tables, self.version)),
             State::ReadHead { .. } => Step::Execute(crate::lease::sql::read_head(&self.tables)),
             State::Done(outcome) => Step::Done(outcome.clone()),

@@ -17,6 +17,10 @@ pub fn publish_guard(tables: &Tables, cfg: &Config) -> String {
         return version_barrier(tables);
     }
     #[cfg(any(test, feature = "mutations"))]
+    if cfg.is(VariantName::PostWriteCheck) {
+        return "1 = 1".to_owned();
+    }
+    #[cfg(any(test, feature = "mutations"))]
     if cfg.is(VariantName::TwoSubqueryFence) {
         return format!(
             "{} AND {}",
@@ -112,6 +116,28 @@ pub fn read_publish_ids(tables: &Tables, version: u64) -> Statement {
             watermark = tables.index_watermark(),
         ),
         params,
+        settings: crate::lease::sql::CONSISTENT,
+        expect: Expect::Rows(vec![Column {
+            name: "publish_id",
+            ty: ColumnType::Uuid,
+        }]),
+    }
+}
+
+/// `publish.read_highest_publish_ids` (rejected `PostWriteCheck` design
+/// only): the publish ids at the highest published version, read AFTER the
+/// unguarded writes. "Am I the highest?" comes too late: the rows it would
+/// veto are already durable.
+#[cfg(any(test, feature = "mutations"))]
+pub fn read_highest_publish_ids(tables: &Tables) -> Statement {
+    Statement {
+        name: "publish.read_highest_publish_ids",
+        sql: format!(
+            "SELECT DISTINCT publish_id FROM {watermark} WHERE index_version = \
+             (SELECT max(index_version) FROM {watermark})",
+            watermark = tables.index_watermark(),
+        ),
+        params: BTreeMap::new(),
         settings: crate::lease::sql::CONSISTENT,
         expect: Expect::Rows(vec![Column {
             name: "publish_id",
