@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod demand;
 pub mod transport;
 
 pub use transport::{
