@@ -123,7 +123,10 @@ pub mod publication {
     ];
 
     /// Once a reader has seen W, the packs admitted at or below W never
-    /// change (checked now and on the reader's re-read).
+    /// change (checked now and on the reader's re-read). Promised to runs
+    /// in which every watermark row went through the fence: an
+    /// out-of-protocol watermark row can raise W while a fenced publish is
+    /// between its guard and its rows (foreign manifest rows stay covered).
     pub const PINNED_SNAPSHOT_NEVER_GROWS: &str = "PinnedSnapshotNeverGrows";
     /// A statement whose lease was not the live head when its guard was
     /// read lands no row (`LEASE_FENCE` in `capcat_proto`'s statements).

@@ -1,0 +1,113 @@
+//! The bounds and switches one publication model is built from.
+
+use capcat_proto::{Config, ConfigError};
+
+use super::design::Design;
+
+/// Nanoseconds per model tick: one server-clock tick is one second, so the
+/// execution cap (`max_execution_time`, whole seconds) and the lease TTL are
+/// compared in the same unit the engine uses.
+pub const TICK_NS: u64 = 1_000_000_000;
+
+/// How one publication model is built. Every field is a bound or a switch;
+/// [`ModelConfig::ci`] is the smallest configuration checked exhaustively.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ModelConfig {
+    /// The design under check.
+    pub design: Design,
+    /// Publishers (each indexes one pack of its own).
+    pub publishers: u8,
+    /// Whether a reader pins W and re-reads.
+    pub reader: bool,
+    /// Server clock ticks the model may take (`Tick` is disabled after).
+    pub max_ticks: u8,
+    /// Lease TTL in ticks.
+    pub ttl_ticks: u8,
+    /// The publish execution cap in ticks (whole seconds); ignored by
+    /// `NoExecutionCap`, replaced by `ttl_ticks` for `CapAtLeastTtl`.
+    pub cap_ticks: u8,
+    /// The timing assumption: a publisher issues each guarded publish
+    /// statement either within `prompt_ticks` of its lease's last stamp, or
+    /// only once that lease has expired (a long stall). See the docs.
+    pub prompt_ticks: u8,
+    /// Publisher crashes the model may take.
+    pub crashes: u8,
+    /// Whether a crash may leave the unconditional INSERT the publisher was
+    /// about to send in flight (it lands later, with no client).
+    pub crash_mid_statement: bool,
+    /// Whether a publisher releases its lease after its pass (possibly as a
+    /// stale holder).
+    pub release: bool,
+    /// Whether a holder re-acquires its lease before its pass.
+    pub reacquire: bool,
+    /// Out-of-protocol rows (an operator, a second build) the model may
+    /// append: one manifest row or one watermark row under a foreign
+    /// publish_id, never both, so they alone can never admit a pack.
+    pub foreign_writes: u8,
+    /// Lease acquisitions per publisher incarnation.
+    pub acquire_rounds: u8,
+    /// Attempt bounds of capcat-proto's machines (claim, allocate, publish).
+    pub attempts: (u32, u32, u32),
+    /// Test-only: rebuild the publish statements with the fence text cut
+    /// out (capcat-proto's `mutations::without_lease_fence` hook).
+    pub strip_fence: bool,
+    /// Liveness model: `HolderEventuallyPublishes` is checked at terminal
+    /// states (the model is acyclic; see the docs).
+    pub liveness: bool,
+}
+
+impl ModelConfig {
+    /// The smallest configuration checked exhaustively in `cargo test`:
+    /// 2 publishers, 1 reader, a clock that outlives a lease, 1 crash.
+    pub fn ci(design: Design) -> Self {
+        Self {
+            design,
+            publishers: 2,
+            reader: true,
+            max_ticks: 2,
+            ttl_ticks: 2,
+            cap_ticks: 1,
+            prompt_ticks: 0,
+            crashes: 1,
+            crash_mid_statement: false,
+            release: false,
+            reacquire: false,
+            foreign_writes: 0,
+            acquire_rounds: 1,
+            attempts: (1, 1, 2),
+            strip_fence: false,
+            liveness: false,
+        }
+    }
+
+    /// The liveness configuration: the clock is frozen (so a holder that
+    /// keeps renewing never lapses and the engine never kills), no crash,
+    /// and every holder re-acquires before its pass.
+    pub fn liveness(design: Design) -> Self {
+        Self {
+            max_ticks: 0,
+            crashes: 0,
+            reader: false,
+            reacquire: true,
+            acquire_rounds: 2,
+            liveness: true,
+            ..Self::ci(design)
+        }
+    }
+
+    /// The capcat-proto configuration the machines run with.
+    pub fn proto(&self) -> Result<Config, ConfigError> {
+        let ttl_ns = u64::from(self.ttl_ticks) * TICK_NS;
+        let cap_ns = u64::from(self.cap_ticks) * TICK_NS;
+        let (claim, allocate, publish) = self.attempts;
+        let cfg = Config::new(ttl_ns, cap_ns)?
+            .with_attempts(claim, allocate, publish)?
+            .with_variant(self.design.proto_variant())
+            .with_wait_out_contested_term(self.design.waits_out_contested_term());
+        Ok(if self.design == Design::CapAtLeastTtl {
+            cfg.with_publish_timeout_s_unchecked(u32::from(self.ttl_ticks))
+        } else {
+            cfg
+        })
+    }
+}

@@ -1,0 +1,118 @@
+//! The designs the publication model runs: the shipped one and every
+//! rejected one, named as in [`crate::names::publication`].
+
+use capcat_proto::config::Variant;
+
+use crate::names::publication as n;
+
+/// A protocol design the publication model can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Design {
+    /// The design the project ships.
+    Shipped,
+    /// Publish INSERTs carry the version barrier but no lease fence.
+    BarrierOnly,
+    /// Unguarded publish INSERTs, then "am I the highest?".
+    PostWriteCheck,
+    /// The fence read as two scalar subqueries (two reads).
+    TwoSubqueryFence,
+    /// The read-back counts rows at V instead of finding its publish_id.
+    CountOnlyReadBack,
+    /// Membership on the version alone, without publish_id pairing.
+    MembershipOnVersionAlone,
+    /// Release writes its tombstone without the fence.
+    UnfencedRelease,
+    /// A holder's re-acquire mints a fresh lease_id instead of presenting
+    /// the lease it holds.
+    FreshLeaseIdOnReacquire,
+    /// Publish INSERTs carry no `max_execution_time`.
+    NoExecutionCap,
+    /// The execution cap equals the lease TTL.
+    CapAtLeastTtl,
+    /// The index pass records the inventory before publishing.
+    InventoryBeforePublish,
+    /// An acquire takes a contested live head term at once. This is what
+    /// capcat-proto's production acquire does today; every other design
+    /// runs with the proposed fix (`Config::with_wait_out_contested_term`).
+    ContestedTermTakenAtOnce,
+}
+
+impl Design {
+    /// Every design this model runs, shipped first.
+    pub const ALL: [Design; 12] = [
+        Design::Shipped,
+        Design::BarrierOnly,
+        Design::PostWriteCheck,
+        Design::TwoSubqueryFence,
+        Design::CountOnlyReadBack,
+        Design::MembershipOnVersionAlone,
+        Design::UnfencedRelease,
+        Design::FreshLeaseIdOnReacquire,
+        Design::NoExecutionCap,
+        Design::CapAtLeastTtl,
+        Design::InventoryBeforePublish,
+        Design::ContestedTermTakenAtOnce,
+    ];
+
+    /// The shared name (`names::publication::*`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Shipped => n::SHIPPED,
+            Design::BarrierOnly => n::BARRIER_ONLY,
+            Design::PostWriteCheck => n::POST_WRITE_CHECK,
+            Design::TwoSubqueryFence => n::TWO_SUBQUERY_FENCE,
+            Design::CountOnlyReadBack => n::COUNT_ONLY_READ_BACK,
+            Design::MembershipOnVersionAlone => n::MEMBERSHIP_ON_VERSION_ALONE,
+            Design::UnfencedRelease => n::UNFENCED_RELEASE,
+            Design::FreshLeaseIdOnReacquire => n::FRESH_LEASE_ID_ON_REACQUIRE,
+            Design::NoExecutionCap => n::NO_EXECUTION_CAP,
+            Design::CapAtLeastTtl => n::CAP_AT_LEAST_TTL,
+            Design::InventoryBeforePublish => n::INVENTORY_BEFORE_PUBLISH,
+            Design::ContestedTermTakenAtOnce => n::CONTESTED_TERM_TAKEN_AT_ONCE,
+        }
+    }
+
+    /// The design with this shared name, if this model runs it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The capcat-proto variant that builds this design's statements and
+    /// steps. Designs that are not a statement of capcat-proto's machines
+    /// (a membership predicate, an unchecked cap, a re-acquire that forgets
+    /// its lease) run the shipped machines and are swapped in by the model
+    /// through capcat-proto's `mutations` hooks, never by copying SQL.
+    /// `ContestedTermTakenAtOnce` is capcat-proto's production acquire; every
+    /// other design runs with the fix (see [`Design::waits_out_contested_term`]).
+    pub fn proto_variant(self) -> Variant {
+        match self {
+            Design::BarrierOnly => Variant::BarrierOnly,
+            Design::PostWriteCheck => Variant::PostWriteCheck,
+            Design::TwoSubqueryFence => Variant::TwoSubqueryFence,
+            Design::CountOnlyReadBack => Variant::CountOnlyReadBack,
+            Design::UnfencedRelease => Variant::UnfencedRelease,
+            Design::FreshLeaseIdOnReacquire => Variant::FreshLeaseIdOnReacquire,
+            Design::NoExecutionCap => Variant::NoExecutionCap,
+            Design::InventoryBeforePublish => Variant::InventoryBeforePublish,
+            Design::Shipped
+            | Design::MembershipOnVersionAlone
+            | Design::CapAtLeastTtl
+            | Design::ContestedTermTakenAtOnce => Variant::Shipped,
+        }
+    }
+}
+
+impl Design {
+    /// Whether the machines run with capcat-proto's proposed acquire fix
+    /// (`Config::with_wait_out_contested_term`): every design but
+    /// `ContestedTermTakenAtOnce`, which is the production acquire.
+    pub fn waits_out_contested_term(self) -> bool {
+        self != Design::ContestedTermTakenAtOnce
+    }
+}
+
+impl std::fmt::Display for Design {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,461 @@
+//! The simulated ClickHouse: append-only tables, a server clock in ticks,
+//! and the execution of capcat-proto [`Statement`]s.
+//!
+//! The engine dispatches on `stmt.name` to know a statement's shape and
+//! reads its values from `stmt.params`, but it decides which GUARDS a
+//! statement carries only by finding capcat-proto's canonical fragment text
+//! ([`fragments::lease_fence`], [`fragments::version_barrier`], the
+//! membership predicate) in `stmt.sql`. A statement with no recognised guard
+//! runs unguarded, so a builder that drops or edits a fragment loses the
+//! guard here too.
+
+use std::collections::BTreeSet;
+
+use capcat_proto::fragments::{self, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MembershipBound};
+use capcat_proto::mutations::version_only_membership_predicate;
+use capcat_proto::statement::{Param, Rows, Statement, Value};
+use capcat_proto::{PackRef, Tables};
+use uuid::Uuid;
+
+use super::config::TICK_NS;
+
+/// One row of `{p}_publisher_lease`. Ordered as the fence's
+/// `ORDER BY term DESC, lease_id DESC` reads it: the head is the last row.
+/// (Rust orders UUIDs by their bytes; ClickHouse compares the low half
+/// first. Both are total orders, which is all the protocol relies on.)
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LeaseRow {
+    /// The term.
+    pub term: u64,
+    /// The lease id.
+    pub lease_id: Uuid,
+    /// The holder's name.
+    pub holder: String,
+    /// Expiry in server nanoseconds (0 for a release tombstone).
+    pub expires_at_ns: u64,
+}
+
+/// The catalog's tables, append-only, as BTree sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Db {
+    /// `{p}_publisher_lease`.
+    pub lease: BTreeSet<LeaseRow>,
+    /// `{p}_version_claims`: (index_version, claim_id).
+    pub claims: BTreeSet<(u64, Uuid)>,
+    /// `{p}_index_watermark`: (index_version, publish_id).
+    pub watermark: BTreeSet<(u64, Uuid)>,
+    /// `{p}_snapshot_manifest`: (index_version, publish_id, pack).
+    pub manifest: BTreeSet<(u64, Uuid, PackRef)>,
+    /// `{p}_pack_inventory_raw`: (pack, index_version, publish_id).
+    pub inventory: BTreeSet<(PackRef, u64, Uuid)>,
+    /// `{p}_capture_raw`, projected to what membership reads: (pack, index_version).
+    pub descriptors: BTreeSet<(PackRef, u64)>,
+}
+
+/// Which lease fence a statement's SQL carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Fence {
+    /// No recognised fence: the statement runs unfenced.
+    None,
+    /// The canonical one-read fence.
+    OneRead,
+    /// The rejected two-subquery fence: lease_id and expiry are two reads,
+    /// which the engine evaluates in two separate steps.
+    TwoReads,
+}
+
+/// The guards found in a statement's SQL text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Guards {
+    /// `VERSION_BARRIER` found.
+    pub barrier: bool,
+    /// Which fence was found.
+    pub fence: Fence,
+}
+
+/// Finds the canonical guard fragments in `sql`.
+pub fn guards(tables: &Tables, sql: &str) -> Guards {
+    let fence = if sql.contains(&fragments::lease_fence(tables)) {
+        Fence::OneRead
+    } else if sql.contains(&fragments::two_subquery_fence(tables)) {
+        Fence::TwoReads
+    } else {
+        Fence::None
+    };
+    Guards {
+        barrier: sql.contains(&fragments::version_barrier(tables)),
+        fence,
+    }
+}
+
+/// How a reader statement's SQL decides membership.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Membership {
+    /// The canonical predicate: manifest rows paired with a watermark row on
+    /// `(index_version, publish_id)`, at or below W.
+    Paired,
+    /// The rejected predicate: manifest rows at any published version <= W.
+    VersionOnly,
+    /// No recognised predicate: every descriptor row is visible.
+    None,
+}
+
+/// Finds the membership predicate in a reader statement's SQL.
+pub fn membership(tables: &Tables, sql: &str) -> Membership {
+    let bound = MembershipBound::PinnedAtWatermark;
+    if sql.contains(&fragments::membership_predicate(tables, bound)) {
+        Membership::Paired
+    } else if sql.contains(&version_only_membership_predicate(tables, bound)) {
+        Membership::VersionOnly
+    } else {
+        Membership::None
+    }
+}
+
+/// The rows an evaluated INSERT will land (computed when its SELECT ran).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Landing {
+    /// The guard was false (or nothing to write).
+    Nothing,
+    /// A lease row (claim or tombstone).
+    Lease(LeaseRow),
+    /// A version claim.
+    Claim(u64, Uuid),
+    /// Descriptor rows.
+    Descriptors(Vec<(PackRef, u64)>),
+    /// Inventory rows.
+    Inventory(Vec<(PackRef, u64, Uuid)>),
+    /// Manifest rows.
+    Manifest(Vec<(u64, Uuid, PackRef)>),
+    /// The watermark row.
+    Watermark(u64, Uuid),
+}
+
+impl Landing {
+    /// Whether landing this writes at least one row.
+    pub fn writes(&self) -> bool {
+        match self {
+            Landing::Nothing => false,
+            Landing::Descriptors(v) => !v.is_empty(),
+            Landing::Inventory(v) => !v.is_empty(),
+            Landing::Manifest(v) => !v.is_empty(),
+            Landing::Lease(_) | Landing::Claim(..) | Landing::Watermark(..) => true,
+        }
+    }
+}
+
+/// A statement the engine does not know: a model defect, reported to the
+/// machine as a server exception so it shows in the trace.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the simulated engine does not know statement {name} ({what})")]
+pub struct Unknown {
+    /// The statement's name.
+    pub name: &'static str,
+    /// What was missing.
+    pub what: &'static str,
+}
+
+fn param_u64(stmt: &Statement, name: &str) -> Result<u64, Unknown> {
+    match stmt.params.get(name) {
+        Some(Param::UInt64(v)) => Ok(*v),
+        _ => Err(Unknown {
+            name: stmt.name,
+            what: "a UInt64 parameter",
+        }),
+    }
+}
+
+fn param_uuid(stmt: &Statement, name: &str) -> Result<Uuid, Unknown> {
+    match stmt.params.get(name) {
+        Some(Param::Uuid(v)) => Ok(*v),
+        _ => Err(Unknown {
+            name: stmt.name,
+            what: "a UUID parameter",
+        }),
+    }
+}
+
+fn param_string(stmt: &Statement, name: &str) -> Result<String, Unknown> {
+    match stmt.params.get(name) {
+        Some(Param::String(v)) => Ok(v.clone()),
+        _ => Err(Unknown {
+            name: stmt.name,
+            what: "a String parameter",
+        }),
+    }
+}
+
+fn param_packs(stmt: &Statement) -> Result<Vec<PackRef>, Unknown> {
+    match stmt.params.get("packs") {
+        Some(Param::StorePacks(v)) => Ok(v.clone()),
+        _ => Err(Unknown {
+            name: stmt.name,
+            what: "a packs parameter",
+        }),
+    }
+}
+
+/// The statement's lease id parameter, when it has one.
+pub fn lease_param(stmt: &Statement) -> Option<Uuid> {
+    param_uuid(stmt, LEASE_ID_PARAM).ok()
+}
+
+fn now_ns(now: u8) -> u64 {
+    u64::from(now) * TICK_NS
+}
+
+impl Db {
+    /// The head of the lease log, as `ORDER BY term DESC, lease_id DESC LIMIT 1` reads it.
+    pub fn lease_head(&self) -> Option<&LeaseRow> {
+        self.lease.last()
+    }
+
+    /// Ground truth: is `lease_id` the live head at `now`?
+    pub fn is_live_head(&self, lease_id: Uuid, now: u8) -> bool {
+        self.lease_head()
+            .is_some_and(|h| h.lease_id == lease_id && h.expires_at_ns > now_ns(now))
+    }
+
+    fn max_watermark(&self) -> u64 {
+        self.watermark.iter().map(|(v, _)| *v).max().unwrap_or(0)
+    }
+
+    /// The packs a reader at W sees: descriptor rows whose pack the
+    /// membership predicate admits.
+    pub fn visible_at(&self, membership: Membership, w: u64) -> BTreeSet<PackRef> {
+        let admitted: BTreeSet<&PackRef> = match membership {
+            Membership::Paired => self
+                .manifest
+                .iter()
+                .filter(|(v, id, _)| *v <= w && self.watermark.contains(&(*v, *id)))
+                .map(|(_, _, p)| p)
+                .collect(),
+            Membership::VersionOnly => self
+                .manifest
+                .iter()
+                .filter(|(v, _, _)| *v <= w && self.watermark.iter().any(|(wv, _)| wv == v))
+                .map(|(_, _, p)| p)
+                .collect(),
+            Membership::None => self.descriptors.iter().map(|(p, _)| p).collect(),
+        };
+        self.descriptors
+            .iter()
+            .filter(|(p, _)| admitted.contains(p))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    /// Whether `pack` is visible through a paired manifest row at any version.
+    pub fn pack_visible(&self, pack: &PackRef) -> bool {
+        self.manifest
+            .iter()
+            .any(|(v, id, p)| p == pack && self.watermark.contains(&(*v, *id)))
+    }
+
+    /// Runs a read statement at `now` and returns its rows.
+    pub fn read(&self, tables: &Tables, stmt: &Statement, now: u8) -> Result<Rows, Unknown> {
+        let rows = match stmt.name {
+            "lease.read_head" => self
+                .lease
+                .iter()
+                .rev()
+                .take(2)
+                .map(|r| {
+                    vec![
+                        Value::UInt64(r.term),
+                        Value::Uuid(r.lease_id),
+                        Value::String(r.holder.clone()),
+                        Value::UInt64(r.expires_at_ns),
+                        Value::UInt64(u64::from(r.expires_at_ns > now_ns(now))),
+                    ]
+                })
+                .collect(),
+            "lease.read_claims" => {
+                let term = param_u64(stmt, "term")?;
+                self.lease
+                    .iter()
+                    .filter(|r| r.term == term)
+                    .map(|r| vec![Value::Uuid(r.lease_id), Value::UInt64(r.expires_at_ns)])
+                    .collect()
+            }
+            "allocate.read_head" => {
+                let claims = self.claims.iter().map(|(v, _)| *v).max().unwrap_or(0);
+                vec![vec![Value::UInt64(claims.max(self.max_watermark()))]]
+            }
+            "allocate.read_claims" => {
+                let version = param_u64(stmt, INDEX_VERSION_PARAM)?;
+                self.claims
+                    .iter()
+                    .filter(|(v, _)| *v == version)
+                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                    .collect()
+            }
+            "index.read_committed" => {
+                let asked: BTreeSet<PackRef> = param_packs(stmt)?.into_iter().collect();
+                let found: BTreeSet<&PackRef> = self
+                    .inventory
+                    .iter()
+                    .map(|(p, _, _)| p)
+                    .filter(|p| asked.contains(*p))
+                    .collect();
+                found
+                    .into_iter()
+                    .map(|(s, p)| vec![Value::String(s.clone()), Value::Uuid(*p)])
+                    .collect()
+            }
+            "publish.read_publish_ids" => {
+                let version = param_u64(stmt, INDEX_VERSION_PARAM)?;
+                self.watermark
+                    .iter()
+                    .filter(|(v, _)| *v == version)
+                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                    .collect()
+            }
+            "publish.read_highest_publish_ids" => {
+                let top = self.max_watermark();
+                self.watermark
+                    .iter()
+                    .filter(|(v, _)| *v == top)
+                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                    .collect()
+            }
+            "reader.pin_watermark" => vec![vec![Value::UInt64(self.max_watermark())]],
+            _ => {
+                let _ = tables;
+                return Err(Unknown {
+                    name: stmt.name,
+                    what: "a read of this name",
+                });
+            }
+        };
+        Ok(Rows(rows))
+    }
+
+    /// Evaluates an INSERT's SELECT (and WHERE clause) at `now`: the rows it
+    /// will land. For the two-subquery fence this is the SECOND read; the
+    /// first read's verdict comes in as `first_read_id_ok`.
+    pub fn evaluate(
+        &self,
+        tables: &Tables,
+        stmt: &Statement,
+        now: u8,
+        first_read_id_ok: Option<bool>,
+    ) -> Result<Landing, Unknown> {
+        let g = guards(tables, &stmt.sql);
+        let version_ok = |v: u64| !g.barrier || self.max_watermark() < v;
+        let fence_ok = || -> Result<bool, Unknown> {
+            Ok(match g.fence {
+                Fence::None => true,
+                Fence::OneRead => self.is_live_head(param_uuid(stmt, LEASE_ID_PARAM)?, now),
+                Fence::TwoReads => {
+                    let id_ok = match first_read_id_ok {
+                        Some(ok) => ok,
+                        None => self.head_id_is(param_uuid(stmt, LEASE_ID_PARAM)?),
+                    };
+                    id_ok
+                        && self
+                            .lease_head()
+                            .is_some_and(|h| h.expires_at_ns > now_ns(now))
+                }
+            })
+        };
+        Ok(match stmt.name {
+            "lease.insert_claim" => Landing::Lease(LeaseRow {
+                term: param_u64(stmt, "term")?,
+                lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
+                holder: param_string(stmt, "holder")?,
+                expires_at_ns: now_ns(now) + param_u64(stmt, "ttl_ns")?,
+            }),
+            "lease.release" => {
+                if fence_ok()? {
+                    let top = self.lease.iter().map(|r| r.term).max().unwrap_or(0);
+                    Landing::Lease(LeaseRow {
+                        term: top + 1,
+                        lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
+                        holder: param_string(stmt, "holder")?,
+                        expires_at_ns: 0,
+                    })
+                } else {
+                    Landing::Nothing
+                }
+            }
+            "allocate.insert_claim" => Landing::Claim(
+                param_u64(stmt, INDEX_VERSION_PARAM)?,
+                param_uuid(stmt, "claim_id")?,
+            ),
+            "index.insert_descriptors" => match stmt.params.get("rows") {
+                Some(Param::Descriptors(rows)) => {
+                    Landing::Descriptors(rows.iter().map(|d| (d.pack(), d.index_version)).collect())
+                }
+                _ => {
+                    return Err(Unknown {
+                        name: stmt.name,
+                        what: "a rows parameter",
+                    });
+                }
+            },
+            "index.insert_inventory" => {
+                let v = param_u64(stmt, INDEX_VERSION_PARAM)?;
+                let id = param_uuid(stmt, "publish_id")?;
+                Landing::Inventory(param_packs(stmt)?.into_iter().map(|p| (p, v, id)).collect())
+            }
+            "publish.insert_manifest" => {
+                let v = param_u64(stmt, INDEX_VERSION_PARAM)?;
+                let id = param_uuid(stmt, "publish_id")?;
+                if version_ok(v) && fence_ok()? {
+                    Landing::Manifest(param_packs(stmt)?.into_iter().map(|p| (v, id, p)).collect())
+                } else {
+                    Landing::Nothing
+                }
+            }
+            "publish.insert_watermark" => {
+                let v = param_u64(stmt, INDEX_VERSION_PARAM)?;
+                let id = param_uuid(stmt, "publish_id")?;
+                if version_ok(v) && fence_ok()? {
+                    Landing::Watermark(v, id)
+                } else {
+                    Landing::Nothing
+                }
+            }
+            _ => {
+                return Err(Unknown {
+                    name: stmt.name,
+                    what: "an INSERT of this name",
+                });
+            }
+        })
+    }
+
+    /// The first read of the two-subquery fence: is the head's lease_id ours?
+    pub fn head_id_is(&self, lease_id: Uuid) -> bool {
+        self.lease_head().is_some_and(|h| h.lease_id == lease_id)
+    }
+
+    /// Lands evaluated rows.
+    pub fn land(&mut self, landing: Landing) {
+        match landing {
+            Landing::Nothing => {}
+            Landing::Lease(row) => {
+                self.lease.insert(row);
+            }
+            Landing::Claim(v, id) => {
+                self.claims.insert((v, id));
+            }
+            Landing::Descriptors(rows) => self.descriptors.extend(rows),
+            Landing::Inventory(rows) => self.inventory.extend(rows),
+            Landing::Manifest(rows) => self.manifest.extend(rows),
+            Landing::Watermark(v, id) => {
+                self.watermark.insert((v, id));
+            }
+        }
+    }
+}
+
+/// Whether a statement is a conditional INSERT the engine runs in two
+/// steps (evaluate, then land), interleavable with everything else.
+pub fn is_conditional_insert(name: &str) -> bool {
+    matches!(
+        name,
+        "publish.insert_manifest" | "publish.insert_watermark" | "lease.release"
+    )
+}

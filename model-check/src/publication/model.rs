@@ -1,0 +1,812 @@
+//! The publication model: stateright `Model` over the real capcat-proto
+//! machines and the simulated engine.
+
+use std::collections::BTreeSet;
+
+use capcat_proto::descriptor::Locator;
+use capcat_proto::fragments::WATERMARK_PARAM;
+use capcat_proto::index::attempt_ids;
+use capcat_proto::lease::{LeaseClaim, LeaseError, Release};
+use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};
+use capcat_proto::statement::{Expect, Param, Rows, Statement};
+use capcat_proto::{
+    CaptureDescriptor, Config, ConfigError, Failure, IndexError, IndexPass, IndexReport, Input,
+    Machine, PackRef, Step, Tables,
+};
+use stateright::{Model, Property};
+use uuid::Uuid;
+
+use super::action::{Action, client_action_name};
+use super::config::{ModelConfig, TICK_NS};
+use super::design::Design;
+use super::engine::{self, Db, Unknown, guards, is_conditional_insert, lease_param};
+use super::properties;
+use super::state::{Eval, Flight, History, PassEnd, Phase, Pinned, Publisher, ReaderState, State};
+
+/// The catalog prefix the model's statements are built under.
+pub const PREFIX: &str = "m";
+/// The foreign writer's publish id.
+pub const FOREIGN_PUBLISH_ID: Uuid = Uuid::from_u128(0xF0F0_0000_0000_0000_0000_0000_0000_0001);
+
+/// Why a model could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The protocol configuration is invalid (e.g. a cap not below the TTL
+    /// for a design that is not `CapAtLeastTtl`).
+    #[error("invalid protocol configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// Too many or too few publishers.
+    #[error("publishers must be between 1 and 4, got {0}")]
+    Publishers(u8),
+}
+
+/// The publication model.
+#[derive(Clone, Debug)]
+pub struct PublicationModel {
+    /// How it was built.
+    pub cfg: ModelConfig,
+    proto: Config,
+    tables: Tables,
+}
+
+/// The pack publisher `i` indexes.
+pub fn pack_of(i: u8) -> PackRef {
+    ("s".to_owned(), Uuid::from_u128(0xFACC_0000 + u128::from(i)))
+}
+
+/// The pack the foreign writer names.
+pub fn foreign_pack() -> PackRef {
+    ("s".to_owned(), Uuid::from_u128(0xF0F0_0000))
+}
+
+fn descriptor(i: u8) -> CaptureDescriptor {
+    let (store_id, pack_id) = pack_of(i);
+    CaptureDescriptor {
+        tenant_id: "t".to_owned(),
+        experiment_id: "e".to_owned(),
+        run_id: "r".to_owned(),
+        capture_id: Uuid::from_u128(0xCA97_0000 + u128::from(i)),
+        locator: Locator {
+            store_id,
+            pack_id,
+            ..Locator::default()
+        },
+        tensor_name: "x".to_owned(),
+        dtype: "float32".to_owned(),
+        ..CaptureDescriptor::default()
+    }
+}
+
+fn holder(i: u8) -> String {
+    format!("p{i}")
+}
+
+fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
+    Uuid::from_u128(
+        ((u128::from(i) + 1) << 96)
+            | (u128::from(incarnation) << 64)
+            | (u128::from(round) << 32)
+            | 0xA,
+    )
+}
+
+fn pass_seed(i: u8, incarnation: u8) -> Uuid {
+    Uuid::from_u128(((u128::from(i) + 1) << 96) | (u128::from(incarnation) << 64) | (0xB << 40))
+}
+
+/// What a phase's machine asks for next.
+enum Next {
+    Execute(Statement),
+    Draw(u64),
+    Done,
+}
+
+fn poll(phase: &mut Phase) -> Next {
+    fn map<T>(step: Step<T>) -> Next {
+        match step {
+            Step::Execute(s) => Next::Execute(s),
+            Step::Draw { below } => Next::Draw(below),
+            Step::Done(_) => Next::Done,
+        }
+    }
+    match phase {
+        Phase::Acquire(m) => map(m.poll()),
+        Phase::Pass(m) => map(m.poll()),
+        Phase::Release(m) => map(m.poll()),
+        Phase::Start | Phase::Done => Next::Done,
+    }
+}
+
+fn feed(phase: &mut Phase, input: Input) {
+    match phase {
+        Phase::Acquire(m) => m.handle(input),
+        Phase::Pass(m) => m.handle(input),
+        Phase::Release(m) => m.handle(input),
+        Phase::Start | Phase::Done => {}
+    }
+}
+
+/// The statement a phase will send after drawing `draw` (for claims).
+fn statement_after(phase: &Phase, draw: Option<u64>) -> Option<Statement> {
+    let mut probe = phase.clone();
+    match (poll(&mut probe), draw) {
+        (Next::Execute(s), _) => Some(s),
+        (Next::Draw(_), Some(d)) => {
+            feed(&mut probe, Input::Drawn(d));
+            match poll(&mut probe) {
+                Next::Execute(s) => Some(s),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn unknown_failure(e: &Unknown) -> Input {
+    debug_assert!(false, "{e}");
+    Input::Failed(Failure::Server {
+        code: 0,
+        message: e.to_string(),
+    })
+}
+
+impl PublicationModel {
+    /// Builds the model `cfg` describes.
+    pub fn new(cfg: ModelConfig) -> Result<Self, BuildError> {
+        if !(1..=4).contains(&cfg.publishers) {
+            return Err(BuildError::Publishers(cfg.publishers));
+        }
+        let proto = cfg.proto()?;
+        let tables = Tables::new(PREFIX).expect("the model's prefix is a valid identifier");
+        Ok(Self { cfg, proto, tables })
+    }
+
+    /// The catalog names the model's statements use.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    /// The capcat-proto configuration the machines run with.
+    pub fn proto(&self) -> &Config {
+        &self.proto
+    }
+
+    /// A statement as the design sends it: the machines build it; the
+    /// mutation-guard switch cuts the fence out through capcat-proto's hook.
+    fn as_sent(&self, stmt: Statement) -> Statement {
+        if self.cfg.strip_fence
+            && matches!(
+                stmt.name,
+                "publish.insert_manifest" | "publish.insert_watermark"
+            )
+        {
+            capcat_proto::mutations::without_lease_fence(&stmt, &self.tables)
+        } else {
+            stmt
+        }
+    }
+
+    fn new_publisher(&self, incarnation: u8) -> Publisher {
+        Publisher {
+            incarnation,
+            rounds: 0,
+            reacquired: false,
+            phase: Phase::Start,
+            held: None,
+            held_ever: false,
+            own_lease_ids: BTreeSet::new(),
+            waiting: false,
+            ended: None,
+        }
+    }
+
+    /// Runs a publisher's machines through every step that is not an
+    /// action of its own: starting an acquire, outcomes, and the index
+    /// pass's `index.read_committed` and `index.insert_descriptors` (an
+    /// atomic read of the replay guard and an inert, unguarded write, run
+    /// together with the step before them).
+    fn advance(&self, s: &mut State, i: usize) {
+        let now = s.now;
+        for _ in 0..32 {
+            let p = &mut s.publishers[i];
+            if p.waiting {
+                return;
+            }
+            let idx = u8::try_from(i).expect("at most 4 publishers");
+            match &mut p.phase {
+                Phase::Done => return,
+                Phase::Start => {
+                    if p.rounds >= self.cfg.acquire_rounds {
+                        p.phase = Phase::Done;
+                        return;
+                    }
+                    p.rounds += 1;
+                    p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
+                        self.tables.clone(),
+                        self.proto.clone(),
+                        holder(idx),
+                        p.held.clone(),
+                        fresh_lease_id(idx, p.incarnation, p.rounds),
+                    )));
+                }
+                Phase::Acquire(claim) => match claim.poll() {
+                    Step::Done(outcome) => self.on_acquired(s, i, outcome),
+                    _ => return,
+                },
+                Phase::Pass(pass) => match pass.poll() {
+                    Step::Execute(stmt)
+                        if matches!(
+                            stmt.name,
+                            "index.read_committed" | "index.insert_descriptors"
+                        ) =>
+                    {
+                        let input = self.run_atomically(&mut s.db, &stmt, now);
+                        pass.handle(input);
+                    }
+                    Step::Done(outcome) => {
+                        let pass = pass.as_ref().clone();
+                        self.on_pass_done(s, i, &pass, outcome);
+                    }
+                    _ => return,
+                },
+                Phase::Release(release) => match release.poll() {
+                    Step::Done(_) => p.phase = Phase::Done,
+                    _ => return,
+                },
+            }
+        }
+        debug_assert!(false, "publisher {i} did not settle");
+    }
+
+    fn on_acquired(
+        &self,
+        s: &mut State,
+        i: usize,
+        outcome: Result<capcat_proto::Lease, LeaseError>,
+    ) {
+        let idx = u8::try_from(i).expect("at most 4 publishers");
+        let p = &mut s.publishers[i];
+        match outcome {
+            Ok(lease) => {
+                p.held = Some(lease.clone());
+                p.held_ever = true;
+                p.own_lease_ids.insert(lease.lease_id);
+                if self.cfg.reacquire && !p.reacquired {
+                    p.reacquired = true;
+                    // The rejected design mints a fresh lease_id: it does not
+                    // present the lease it holds (and, as in the seed, forgets
+                    // it), so its own live head is a stranger's.
+                    let held = if self.cfg.design == Design::FreshLeaseIdOnReacquire {
+                        p.held = None;
+                        None
+                    } else {
+                        Some(lease)
+                    };
+                    p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
+                        self.tables.clone(),
+                        self.proto.clone(),
+                        holder(idx),
+                        held,
+                        fresh_lease_id(idx, p.incarnation, p.rounds + 100),
+                    )));
+                } else {
+                    p.phase = Phase::Pass(Box::new(IndexPass::new(
+                        self.tables.clone(),
+                        self.proto.clone(),
+                        lease,
+                        vec![descriptor(idx)],
+                        pass_seed(idx, p.incarnation),
+                    )));
+                }
+            }
+            Err(LeaseError::Held { lease_id, .. }) => {
+                if p.own_lease_ids.contains(&lease_id) {
+                    s.history.refused_by_own_lease = true;
+                }
+                p.phase = Phase::Start;
+            }
+            Err(_) => p.phase = Phase::Start,
+        }
+    }
+
+    fn on_pass_done(
+        &self,
+        s: &mut State,
+        i: usize,
+        pass: &IndexPass,
+        outcome: Result<IndexReport, IndexError>,
+    ) {
+        let p = &mut s.publishers[i];
+        let idx = u8::try_from(i).expect("at most 4 publishers");
+        let seed = pass_seed(idx, p.incarnation);
+        let lost_before = |n: u32| (0..n).map(move |a| attempt_ids(seed, a).1);
+        let current = pass.attempts().saturating_sub(1);
+        let h = &mut s.history;
+        p.ended = Some(match outcome {
+            Ok(IndexReport::Indexed {
+                version,
+                publish_id,
+                packs,
+                attempts,
+                ..
+            }) => {
+                h.won.insert((version, publish_id, packs));
+                h.lost.extend(lost_before(attempts.saturating_sub(1)));
+                PassEnd::Indexed
+            }
+            Ok(IndexReport::NothingToDo { .. }) => PassEnd::NothingToDo,
+            Err(IndexError::LeaseLost { publish_id, .. }) => {
+                h.lost.insert(publish_id);
+                h.lost.extend(lost_before(current));
+                PassEnd::LeaseLost
+            }
+            Err(IndexError::Exhausted { attempts, .. }) => {
+                h.lost.extend(lost_before(attempts));
+                PassEnd::Failed
+            }
+            Err(_) => {
+                h.lost.extend(lost_before(current));
+                PassEnd::Failed
+            }
+        });
+        p.held = Some(pass.lease().clone());
+        p.phase = match (&p.held, self.cfg.release) {
+            (Some(lease), true) => Phase::Release(Box::new(Release::new(
+                self.tables.clone(),
+                self.proto.clone(),
+                lease.clone(),
+            ))),
+            _ => Phase::Done,
+        };
+    }
+
+    /// Runs a read or an unconditional INSERT in one step.
+    fn run_atomically(&self, db: &mut Db, stmt: &Statement, now: u8) -> Input {
+        if stmt.expect == Expect::Nothing {
+            match db.evaluate(&self.tables, stmt, now, None) {
+                Ok(landing) => {
+                    db.land(landing);
+                    Input::Rows(Rows::empty())
+                }
+                Err(e) => unknown_failure(&e),
+            }
+        } else {
+            match db.read(&self.tables, stmt, now) {
+                Ok(rows) => Input::Rows(rows),
+                Err(e) => unknown_failure(&e),
+            }
+        }
+    }
+
+    fn cap_ticks(stmt: &Statement) -> Option<u8> {
+        stmt.settings
+            .max_execution_time_s
+            .map(|c| u8::try_from(c).unwrap_or(u8::MAX))
+    }
+
+    /// The timing assumption: a guarded publish statement is sent either
+    /// within `prompt_ticks` of its lease's last stamp or once that lease
+    /// has expired, never in between. See docs/model-checking.md.
+    fn may_send(&self, s: &State, stmt: &Statement) -> bool {
+        if !matches!(
+            stmt.name,
+            "publish.insert_manifest" | "publish.insert_watermark"
+        ) {
+            return true;
+        }
+        let Some(lease_id) = lease_param(stmt) else {
+            return true;
+        };
+        let ttl = u64::from(self.cfg.ttl_ticks) * TICK_NS;
+        let Some(stamp) =
+            s.db.lease
+                .iter()
+                .filter(|r| r.lease_id == lease_id)
+                .map(|r| r.expires_at_ns.saturating_sub(ttl))
+                .max()
+        else {
+            return true;
+        };
+        let now = u64::from(s.now) * TICK_NS;
+        now <= stamp + u64::from(self.cfg.prompt_ticks) * TICK_NS || now >= stamp + ttl
+    }
+
+    fn client_step(&self, s: &mut State, i: usize, draw: Option<u64>) {
+        let now = s.now;
+        let p = &mut s.publishers[i];
+        let stmt = match poll(&mut p.phase) {
+            Next::Execute(stmt) => stmt,
+            Next::Draw(_) => {
+                feed(&mut p.phase, Input::Drawn(draw.unwrap_or(0)));
+                match poll(&mut p.phase) {
+                    Next::Execute(stmt) => stmt,
+                    _ => return,
+                }
+            }
+            Next::Done => return,
+        };
+        let stmt = self.as_sent(stmt);
+        if is_conditional_insert(stmt.name) {
+            if let (Some(Param::UInt64(v)), Some(Param::Uuid(id))) = (
+                stmt.params
+                    .get(capcat_proto::fragments::INDEX_VERSION_PARAM),
+                stmt.params.get("publish_id"),
+            ) {
+                s.history.publishes_at.entry(*v).or_default().insert(*id);
+            }
+            let cap = Self::cap_ticks(&stmt);
+            s.flights.push(Flight {
+                owner: (
+                    u8::try_from(i).expect("at most 4 publishers"),
+                    p.incarnation,
+                ),
+                stmt,
+                issued_at: now,
+                cap,
+                eval: Eval::Pending,
+            });
+            p.waiting = true;
+        } else {
+            let input = self.run_atomically(&mut s.db, &stmt, now);
+            feed(&mut s.publishers[i].phase, input);
+        }
+        self.advance(s, i);
+    }
+
+    fn within_cap(f: &Flight, now: u8) -> bool {
+        f.cap
+            .is_none_or(|c| u16::from(now) <= u16::from(f.issued_at) + u16::from(c))
+    }
+
+    fn deliver(&self, s: &mut State, owner: (u8, u8), input: Input) {
+        let i = usize::from(owner.0);
+        let p = &mut s.publishers[i];
+        if p.incarnation == owner.1 && p.waiting {
+            p.waiting = false;
+            feed(&mut p.phase, input);
+            self.advance(s, i);
+        }
+    }
+
+    fn evaluate(&self, s: &mut State, k: usize) {
+        let now = s.now;
+        let f = &s.flights[k];
+        let g = guards(&self.tables, &f.stmt.sql);
+        let eval = match (&f.eval, g.fence) {
+            (Eval::Pending, engine::Fence::TwoReads) => Eval::FirstRead {
+                id_ok: lease_param(&f.stmt).is_some_and(|l| s.db.head_id_is(l)),
+            },
+            (eval, _) => {
+                let first = match eval {
+                    Eval::FirstRead { id_ok } => Some(*id_ok),
+                    _ => None,
+                };
+                let landing = match s.db.evaluate(&self.tables, &f.stmt, now, first) {
+                    Ok(landing) => landing,
+                    Err(e) => {
+                        debug_assert!(false, "{e}");
+                        engine::Landing::Nothing
+                    }
+                };
+                let fenced_out = is_conditional_insert(f.stmt.name)
+                    && lease_param(&f.stmt).is_some_and(|l| !s.db.is_live_head(l, now));
+                Eval::Evaluated {
+                    landing,
+                    fenced_out,
+                }
+            }
+        };
+        s.flights[k].eval = eval;
+    }
+
+    fn land(&self, s: &mut State, k: usize) {
+        let f = s.flights.remove(k);
+        if let Eval::Evaluated {
+            landing,
+            fenced_out,
+        } = f.eval
+        {
+            if landing.writes() && fenced_out {
+                s.history.fenced_out_landed = true;
+                if f.stmt.name == "lease.release" {
+                    s.history.release_by_non_holder = true;
+                }
+            }
+            s.db.land(landing);
+        }
+        self.deliver(s, f.owner, Input::Rows(Rows::empty()));
+    }
+
+    fn kill(&self, s: &mut State, k: usize) {
+        let f = s.flights.remove(k);
+        self.deliver(s, f.owner, Input::Failed(Failure::Timeout));
+    }
+
+    fn crash(&self, s: &mut State, i: usize, orphan: bool) {
+        let now = s.now;
+        s.crashes_left -= 1;
+        let p = &s.publishers[i];
+        if orphan && let Some(stmt) = statement_after(&p.phase, Some(0)) {
+            let cap = Self::cap_ticks(&stmt);
+            s.flights.push(Flight {
+                owner: (
+                    u8::try_from(i).expect("at most 4 publishers"),
+                    p.incarnation,
+                ),
+                stmt,
+                issued_at: now,
+                cap,
+                eval: Eval::Pending,
+            });
+        }
+        let incarnation = p.incarnation + 1;
+        s.publishers[i] = self.new_publisher(incarnation);
+        self.advance(s, i);
+    }
+
+    fn reader_statement(&self, s: &State) -> Option<(u64, Statement)> {
+        let query = SearchQuery {
+            filter: SearchFilter {
+                tenant_id: "t".to_owned(),
+                ..SearchFilter::default()
+            },
+            ..SearchQuery::default()
+        };
+        let mut page = SearchPage::new(self.tables.clone(), query).ok()?;
+        let Step::Execute(pin) = page.poll() else {
+            return None;
+        };
+        let rows = s.db.read(&self.tables, &pin, s.now).ok()?;
+        page.handle(Input::Rows(rows));
+        let Step::Execute(search) = page.poll() else {
+            return None;
+        };
+        let search = if self.cfg.design == Design::MembershipOnVersionAlone {
+            capcat_proto::mutations::membership_on_version_alone(&search, &self.tables)
+        } else {
+            search
+        };
+        match search.params.get(WATERMARK_PARAM) {
+            Some(Param::UInt64(w)) => Some((*w, search)),
+            _ => None,
+        }
+    }
+
+    fn pin(&self, s: &mut State) {
+        match self.reader_statement(s) {
+            Some((watermark, stmt)) => {
+                let membership = engine::membership(&self.tables, &stmt.sql);
+                let snapshot = s.db.visible_at(membership, watermark);
+                s.reader.pinned = Some(Pinned {
+                    watermark,
+                    membership,
+                    snapshot,
+                });
+            }
+            None => debug_assert!(false, "the reader machine did not build its statements"),
+        }
+    }
+
+    /// Whether no action is enabled in `s` (whatever the properties say).
+    pub fn is_terminal(&self, s: &State) -> bool {
+        let mut actions = Vec::new();
+        self.enabled(s, &mut actions);
+        actions.is_empty()
+    }
+
+    /// Whether a safety property fails in `s`. Such a state is made
+    /// terminal: its descendants would fail too, and exploring them only
+    /// costs time.
+    fn violated(&self, s: &State) -> bool {
+        !(properties::pinned_snapshot_never_grows(self, s)
+            && properties::fenced_out_writes_nothing(self, s)
+            && properties::reported_means_visible(self, s)
+            && properties::inventory_only_after_publish(self, s)
+            && properties::one_live_lease(self, s)
+            && properties::versions_unique(self, s))
+    }
+
+    /// Every action enabled in `s`.
+    fn enabled(&self, s: &State, actions: &mut Vec<Action>) {
+        self.enabled_actions(s, actions);
+    }
+}
+
+impl Model for PublicationModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        let mut db = Db::default();
+        if self.cfg.foreign_writes > 0 {
+            // The foreign writer's descriptor row: inert until a manifest
+            // row paired with a watermark row admits its pack.
+            db.descriptors.insert((foreign_pack(), 0));
+        }
+        let mut s = State {
+            now: 0,
+            db,
+            flights: Vec::new(),
+            publishers: (0..self.cfg.publishers)
+                .map(|_| self.new_publisher(0))
+                .collect(),
+            reader: ReaderState::default(),
+            crashes_left: self.cfg.crashes,
+            foreign_left: self.cfg.foreign_writes,
+            history: History::default(),
+        };
+        for i in 0..s.publishers.len() {
+            self.advance(&mut s, i);
+        }
+        vec![s]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        // The liveness model is small and needs the paths past a safety
+        // failure (a holder refused by its own lease never publishes).
+        if self.cfg.liveness || !self.violated(s) {
+            self.enabled(s, actions);
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        self.step(last, action)
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        action.to_string()
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        properties::all(self.cfg.liveness)
+    }
+}
+
+impl PublicationModel {
+    /// Every action enabled in `s`.
+    fn enabled_actions(&self, s: &State, actions: &mut Vec<Action>) {
+        if s.now < self.cfg.max_ticks {
+            actions.push(Action::Tick);
+        }
+        for (i, p) in s.publishers.iter().enumerate() {
+            let publisher = u8::try_from(i).expect("at most 4 publishers");
+            if p.waiting || matches!(p.phase, Phase::Done | Phase::Start) {
+                continue;
+            }
+            let mut probe = p.phase.clone();
+            let draws: Vec<Option<u64>> = match poll(&mut probe) {
+                Next::Execute(_) => vec![None],
+                Next::Draw(below) => (0..below).map(Some).collect(),
+                Next::Done => vec![],
+            };
+            for draw in draws {
+                let Some(stmt) = statement_after(&p.phase, draw) else {
+                    continue;
+                };
+                let stmt = self.as_sent(stmt);
+                if !self.may_send(s, &stmt) {
+                    continue;
+                }
+                let Some(name) = client_action_name(stmt.name) else {
+                    debug_assert!(false, "no action name for {}", stmt.name);
+                    continue;
+                };
+                actions.push(Action::Client {
+                    publisher,
+                    name,
+                    statement: stmt.name,
+                    draw,
+                });
+            }
+        }
+        for (k, f) in s.flights.iter().enumerate() {
+            let (statement, publisher) = (f.stmt.name, f.owner.0);
+            if Self::within_cap(f, s.now) {
+                if matches!(f.eval, Eval::Evaluated { .. }) {
+                    actions.push(Action::Land {
+                        flight: k,
+                        statement,
+                        publisher,
+                    });
+                } else {
+                    actions.push(Action::Evaluate {
+                        flight: k,
+                        statement,
+                        publisher,
+                    });
+                }
+            } else {
+                actions.push(Action::Kill {
+                    flight: k,
+                    statement,
+                    publisher,
+                });
+            }
+        }
+        if self.cfg.reader {
+            match (&s.reader.pinned, &s.reader.reread) {
+                (None, _) => actions.push(Action::PinWatermark),
+                (Some(_), None) => actions.push(Action::ReReadSnapshot),
+                _ => {}
+            }
+        }
+        if s.crashes_left > 0 {
+            for (i, p) in s.publishers.iter().enumerate() {
+                if matches!(p.phase, Phase::Done) {
+                    continue;
+                }
+                let publisher = u8::try_from(i).expect("at most 4 publishers");
+                actions.push(Action::CrashRestart {
+                    publisher,
+                    orphan: false,
+                });
+                let pending_insert = !p.waiting
+                    && statement_after(&p.phase, Some(0)).is_some_and(|st| {
+                        st.expect == Expect::Nothing && !is_conditional_insert(st.name)
+                    });
+                if self.cfg.crash_mid_statement && pending_insert {
+                    actions.push(Action::CrashRestart {
+                        publisher,
+                        orphan: true,
+                    });
+                }
+            }
+        }
+        // The foreign writer is serialised with the publishers' conditional
+        // INSERTs (it never writes while one is evaluated and not landed):
+        // an out-of-protocol row overlapping a guarded INSERT is a second
+        // unfenced publisher, which no design can survive.
+        let overlapping = s.flights.iter().any(|f| {
+            matches!(f.eval, Eval::Evaluated { .. }) && f.stmt.name.starts_with("publish.")
+        });
+        if s.foreign_left > 0 && !overlapping {
+            // One foreign row at version 1, the first version the
+            // allocator hands out, keeps the branching small.
+            for watermark in [false, true] {
+                actions.push(Action::ForeignInsert {
+                    watermark,
+                    version: 1,
+                });
+            }
+        }
+    }
+
+    /// The state after `action`.
+    fn step(&self, last: &State, action: Action) -> Option<State> {
+        let mut s = last.clone();
+        match action {
+            Action::Tick => s.now += 1,
+            Action::Client {
+                publisher, draw, ..
+            } => self.client_step(&mut s, usize::from(publisher), draw),
+            Action::Evaluate { flight, .. } => self.evaluate(&mut s, flight),
+            Action::Land { flight, .. } => self.land(&mut s, flight),
+            Action::Kill { flight, .. } => self.kill(&mut s, flight),
+            Action::PinWatermark => self.pin(&mut s),
+            Action::ReReadSnapshot => {
+                if let Some(p) = &s.reader.pinned {
+                    s.reader.reread = Some(s.db.visible_at(p.membership, p.watermark));
+                }
+            }
+            Action::CrashRestart { publisher, orphan } => {
+                self.crash(&mut s, usize::from(publisher), orphan)
+            }
+            Action::ForeignInsert { watermark, version } => {
+                s.foreign_left -= 1;
+                if watermark {
+                    s.db.watermark.insert((version, FOREIGN_PUBLISH_ID));
+                } else {
+                    s.db.manifest
+                        .insert((version, FOREIGN_PUBLISH_ID, foreign_pack()));
+                }
+            }
+        }
+        Some(s)
+    }
+}
+
+/// The packs a set of publishers index, for tests and docs.
+pub fn packs(publishers: u8) -> BTreeSet<PackRef> {
+    (0..publishers).map(pack_of).collect()
+}
