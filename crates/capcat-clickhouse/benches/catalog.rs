@@ -61,7 +61,11 @@ fn batch(packs: usize, per_pack: usize, first: u64) -> Vec<CaptureDescriptor> {
     for p in 0..packs {
         let pack = Uuid::new_v4();
         for i in 0..per_pack {
-            out.push(descriptor(first + (p * per_pack + i) as u64, "store-a", pack));
+            out.push(descriptor(
+                first + (p * per_pack + i) as u64,
+                "store-a",
+                pack,
+            ));
         }
     }
     out
@@ -129,7 +133,11 @@ impl<'a> Recorder<'a> {
             .by_name
             .iter()
             .map(|(name, n)| {
-                let spent = counts.elapsed_by_name.get(name).copied().unwrap_or_default();
+                let spent = counts
+                    .elapsed_by_name
+                    .get(name)
+                    .copied()
+                    .unwrap_or_default();
                 (*name, *n as f64 / rounds, spent.div_f64(rounds))
             })
             .collect();
@@ -265,7 +273,11 @@ async fn run(engine: Engine, http: bool) {
 
     println!(
         "\ntransport: {}\n\n| What | Statements | Median | p90 | Rounds |\n|---|---|---|---|---|",
-        if http { "HTTP front (clickhouse crate)" } else { "embedded" }
+        if http {
+            "HTTP front (clickhouse crate)"
+        } else {
+            "embedded"
+        }
     );
     for f in &mut figures {
         println!("{}", f.row());

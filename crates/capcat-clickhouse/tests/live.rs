@@ -991,6 +991,17 @@ async fn a_mirrored_pack_is_not_admitted_to_a_snapshot_pinned_before_it() {
     live.finish().await;
 }
 
+/// What one publisher's turn in a race trial came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Turn {
+    /// Its pass published.
+    Published,
+    /// It held a lease, and its pass failed (fenced out, lease lost).
+    Lost,
+    /// It could not acquire the lease.
+    Idle,
+}
+
 /// One publisher's turn in a race trial: (re)acquire the lease if it holds
 /// none, then index its pack; a pass that fails drops the handle.
 async fn publisher_turn(
@@ -998,16 +1009,27 @@ async fn publisher_turn(
     handle: &mut Option<capcat_clickhouse::LeaseHandle>,
     rows: Vec<CaptureDescriptor>,
     name: &'static str,
-) -> Option<IndexReport> {
-    if handle.is_none() {
+) -> Turn {
+    // Without a lease, try a few times within the trial: the holder's lease
+    // is released at a random moment, and taking it then is the takeover
+    // that races the holder's own pass.
+    for _ in 0..8 {
+        if handle.is_some() {
+            break;
+        }
         *handle = catalog.acquire_lease(name).await.ok();
+        if handle.is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
-    let h = handle.as_mut()?;
+    let Some(h) = handle.as_mut() else {
+        return Turn::Idle;
+    };
     match catalog.index(h, rows).await {
-        Ok(report) => Some(report),
+        Ok(_) => Turn::Published,
         Err(_) => {
             *handle = None;
-            None
+            Turn::Lost
         }
     }
 }
@@ -1034,6 +1056,7 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
     let mut all_ids: BTreeSet<Uuid> = BTreeSet::new();
     let mut seen: BTreeMap<u64, BTreeMap<Uuid, CaptureDescriptor>> = BTreeMap::new();
     let mut published = 0u32;
+    let mut lost = 0u32;
     let trials = race_trials();
     for trial in 0..trials {
         // Each publisher indexes a pack of its own; the holder's lease is
@@ -1084,7 +1107,13 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
             release,
             observe,
         );
-        published += u32::from(ra.is_some()) + u32::from(rb.is_some());
+        for turn in [ra, rb] {
+            match turn {
+                Turn::Published => published += 1,
+                Turn::Lost => lost += 1,
+                Turn::Idle => {}
+            }
+        }
         // PinnedSnapshotNeverGrows: a watermark seen once resolves the same
         // captures, to the same rows, every time after.
         let previous = seen.entry(w).or_insert_with(|| records.clone());
@@ -1107,8 +1136,13 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
         );
     }
     println!(
-        "{trials} trials, {published} passes published, {} watermarks observed",
+        "{trials} trials: {published} passes published, {lost} passes lost their lease, {} \
+         watermarks observed",
         seen.len()
+    );
+    assert!(
+        lost > 0,
+        "no pass ever lost its lease: the publishers never raced"
     );
     assert!(
         published > 0,
