@@ -1151,3 +1151,173 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
     assert!(seen.len() > 1, "the reader never saw the catalog move");
     live.finish().await;
 }
+
+// ---- the transport itself ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_transport_binds_values_as_parameters_and_maps_failures() {
+    let Some(live) = Live::start("transport_mapping").await else {
+        return;
+    };
+    let t = live.catalog.transport();
+    let nasty = "it's a \"quote\", a \\ backslash,\ta tab,\na newline, {braces} and ' OR 1=1 --";
+    let pack = Uuid::new_v4();
+    let mut stmt = support::raw(
+        "SELECT {s:String} AS s, length({pairs:Array(Tuple(String, UUID))}) AS n, \
+         tupleElement({pairs:Array(Tuple(String, UUID))}[1], 2) AS u",
+        capcat_proto::Expect::Rows(vec![
+            capcat_proto::Column {
+                name: "s",
+                ty: ColumnType::String,
+            },
+            capcat_proto::Column {
+                name: "n",
+                ty: ColumnType::UInt64,
+            },
+            capcat_proto::Column {
+                name: "u",
+                ty: ColumnType::Uuid,
+            },
+        ]),
+    );
+    stmt.params.insert(
+        "s".to_owned(),
+        capcat_proto::Param::String(nasty.to_owned()),
+    );
+    stmt.params.insert(
+        "pairs".to_owned(),
+        capcat_proto::Param::StorePacks(vec![(nasty.to_owned(), pack), ("b".to_owned(), pack)]),
+    );
+    let rows = ok("select", t.execute(&stmt).await);
+    assert_eq!(
+        rows.0,
+        vec![vec![
+            Value::String(nasty.to_owned()),
+            Value::UInt64(2),
+            Value::Uuid(pack)
+        ]]
+    );
+
+    // A result whose shape is not the expected one is Malformed.
+    let mut wrong = stmt.clone();
+    wrong.expect = capcat_proto::Expect::Rows(vec![capcat_proto::Column {
+        name: "s",
+        ty: ColumnType::String,
+    }]);
+    assert!(matches!(
+        t.execute(&wrong).await,
+        Err(capcat_proto::Failure::Malformed { .. })
+    ));
+
+    // A server exception keeps its code and text.
+    let missing = support::raw(
+        "SELECT 1 FROM no_such_table_anywhere",
+        capcat_proto::Expect::Nothing,
+    );
+    match t.execute(&missing).await {
+        Err(capcat_proto::Failure::Server { code, message }) => {
+            assert_eq!(code, 60, "{message}");
+            assert!(message.contains("no_such_table_anywhere"), "{message}");
+        }
+        other => panic!("expected UNKNOWN_TABLE, got {other:?}"),
+    }
+
+    // The statement's max_execution_time reaches the server and its
+    // exception is a Timeout.
+    let mut slow = support::raw(
+        "SELECT sleepEachRow(0.5) FROM numbers(20) SETTINGS max_block_size = 1",
+        capcat_proto::Expect::Nothing,
+    );
+    slow.settings.max_execution_time_s = Some(1);
+    assert_eq!(t.execute(&slow).await, Err(capcat_proto::Failure::Timeout));
+    live.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_a_transport_failure_and_a_silent_one_a_timeout() {
+    // Nothing listens on a port we just bound and dropped.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("an ephemeral port")
+        .port();
+    let http = capcat_clickhouse::Http::new(
+        &format!("http://127.0.0.1:{port}"),
+        capcat_clickhouse::HttpOptions::default(),
+    )
+    .expect("a valid URL");
+    let stmt = support::raw("SELECT 1", capcat_proto::Expect::Nothing);
+    assert!(matches!(
+        capcat_clickhouse::Transport::execute(&http, &stmt).await,
+        Err(capcat_proto::Failure::Transport { .. })
+    ));
+    // A server that accepts and never answers: the request timeout fires.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = silent.local_addr().expect("addr");
+    let hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let http = capcat_clickhouse::Http::new(
+        &format!("http://{addr}"),
+        capcat_clickhouse::HttpOptions {
+            request_timeout: Duration::from_millis(300),
+            ..capcat_clickhouse::HttpOptions::default()
+        },
+    )
+    .expect("a valid URL");
+    assert_eq!(
+        capcat_clickhouse::Transport::execute(&http, &stmt).await,
+        Err(capcat_proto::Failure::Timeout)
+    );
+    hold.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_holder_reacquiring_keeps_its_lease_id_and_a_live_lease_is_held() {
+    let Some(live) = Live::start("reacquire").await else {
+        return;
+    };
+    let c = &live.catalog;
+    ok("ensure", c.ensure_schema().await);
+    let mut a = ok("acquire", c.acquire_lease("a").await);
+    let id = a.lease().lease_id;
+    let term = a.lease().term;
+    ok("reacquire", a.reacquire().await);
+    assert_eq!(
+        a.lease().lease_id,
+        id,
+        "a re-acquiring holder became a stranger"
+    );
+    assert!(a.lease().term > term);
+    ok("renew", a.renew().await);
+    assert_eq!(a.lease().lease_id, id);
+    match live
+        .second_catalog(c.config().clone())
+        .acquire_lease("b")
+        .await
+    {
+        Err(CatalogError::Lease(LeaseError::Held {
+            holder, lease_id, ..
+        })) => {
+            assert_eq!((holder.as_str(), lease_id), ("a", id));
+        }
+        other => panic!("{other:?}"),
+    }
+    ok("release", a.release().await);
+    assert!(matches!(
+        a.renew().await,
+        Err(CatalogError::Released { .. })
+    ));
+    let b = ok(
+        "acquire after release",
+        live.second_catalog(c.config().clone())
+            .acquire_lease("b")
+            .await,
+    );
+    assert_ne!(b.lease().lease_id, id);
+    live.finish().await;
+}
