@@ -1321,3 +1321,58 @@ async fn a_holder_reacquiring_keeps_its_lease_id_and_a_live_lease_is_held() {
     assert_ne!(b.lease().lease_id, id);
     live.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_catalog_constructors_validate_and_join_the_process_engine() {
+    // Validation needs no engine.
+    assert!(matches!(
+        Catalog::http(
+            "ftp://ch:21",
+            "capcat",
+            capcat_clickhouse::HttpOptions::default()
+        ),
+        Err(CatalogError::Http(
+            capcat_clickhouse::HttpError::UnsupportedScheme { .. }
+        ))
+    ));
+    assert!(matches!(
+        Catalog::http(
+            "http://ch:8123",
+            "bad-prefix",
+            capcat_clickhouse::HttpOptions::default()
+        ),
+        Err(CatalogError::Prefix(_))
+    ));
+    let Some(live) = Live::start("constructors").await else {
+        return;
+    };
+    let Some(engine) = live.engine() else {
+        println!("constructors: the target has no in-process engine; validation checked only");
+        return;
+    };
+    // The embedded constructor joins the engine this process already runs...
+    let joined = ok(
+        "embedded",
+        Catalog::embedded(engine.data_path(), live.tables().prefix()),
+    );
+    assert_eq!(
+        ok("ensure", joined.ensure_schema().await),
+        EnsureOutcome::Created
+    );
+    assert!(matches!(
+        ok(
+            "ensure via the test's catalog",
+            live.catalog.ensure_schema().await
+        ),
+        EnsureOutcome::Current { .. }
+    ));
+    // ...and refuses a second data path in the same process.
+    let other = tempfile::tempdir().expect("a temp dir");
+    assert!(matches!(
+        Catalog::embedded(other.path(), "capcat"),
+        Err(CatalogError::Engine(
+            capcat_chdb::ChdbError::OtherPathOpen { .. }
+        ))
+    ));
+    live.finish().await;
+}

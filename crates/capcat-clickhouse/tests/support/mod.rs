@@ -141,6 +141,11 @@ impl Live {
         })
     }
 
+    /// The in-process engine, when the target has one.
+    pub fn engine(&self) -> Option<&Engine> {
+        self.engine.as_ref()
+    }
+
     pub fn tables(&self) -> &Tables {
         self.catalog.tables()
     }
