@@ -76,6 +76,10 @@ pub struct HttpOptions {
     pub user: Option<String>,
     /// The password.
     pub password: Option<String>,
+    /// Ask for LZ4-compressed responses (the `clickhouse` crate's default;
+    /// worth it for large pages over a network, neutral for the protocol's
+    /// small reads).
+    pub lz4: bool,
 }
 
 impl Default for HttpOptions {
@@ -86,6 +90,7 @@ impl Default for HttpOptions {
             database: None,
             user: None,
             password: None,
+            lz4: true,
         }
     }
 }
@@ -168,11 +173,14 @@ impl Http {
         let hyper = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build(connector);
+        let compression = if options.lz4 {
+            clickhouse::Compression::Lz4
+        } else {
+            clickhouse::Compression::None
+        };
         let mut client = Client::with_http_client(hyper)
             .with_url(url)
-            // Result bodies of the protocol are small; LZ4 framing would cost
-            // more CPU than it saves bytes.
-            .with_compression(clickhouse::Compression::None);
+            .with_compression(compression);
         if let Some(database) = &options.database {
             client = client.with_database(database);
         }
