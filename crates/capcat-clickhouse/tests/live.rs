@@ -635,6 +635,79 @@ async fn has_column(live: &Live, table: &str, column: &str) -> bool {
         == 1
 }
 
+/// Checks every claim of an unstamped refusal against the live schema:
+/// what it names present and absent, the legacy objects, the sort key it
+/// quotes, the membership tables, the publish_id columns, and each "NOT
+/// wrong" sentence. Returns what system.tables holds under our names.
+async fn check_unstamped_claims(
+    live: &Live,
+    refused: &capcat_proto::schema::Refusal,
+) -> BTreeMap<String, (String, String)> {
+    let t = live.tables();
+    let p = t.prefix();
+    let message = refused.to_string();
+    println!("{message}");
+    let Diagnosis::Unstamped(u) = &refused.diagnosis else {
+        panic!("expected an unstamped diagnosis: {message}");
+    };
+    let mut all: Vec<String> = capcat_proto::schema::CatalogObject::ALL
+        .iter()
+        .map(|o| o.name(t))
+        .collect();
+    all.push(format!("{p}_pack_commit_log"));
+    let live_objects = names_present(live, &all).await;
+    for name in &u.present {
+        assert!(live_objects.contains_key(name), "claimed present: {name}");
+        assert!(message.contains(&format!("`{name}`")), "{name} not named");
+    }
+    for name in &u.missing {
+        assert!(!live_objects.contains_key(name), "claimed absent: {name}");
+        assert!(message.contains(&format!("`{name}`")), "{name} not named");
+    }
+    assert_eq!(
+        u.present.len() + u.missing.len(),
+        capcat_proto::schema::CatalogObject::ALL.len()
+    );
+    for name in &u.legacy_present {
+        assert!(live_objects.contains_key(name), "claimed legacy: {name}");
+    }
+    match (&u.sort_key_found, live_objects.get(&t.capture_raw())) {
+        (Some(found), Some((_, live_key))) => {
+            assert_eq!(
+                &found.join(", "),
+                live_key,
+                "the sort key claimed is not the live one"
+            );
+            assert!(message.contains(&format!("({live_key})")), "{message}");
+            let required = capcat_proto::descriptor::CAPTURE_SORT_KEY.join(", ");
+            assert_eq!(u.sort_key_matches(), *live_key == required);
+        }
+        (None, None) => {}
+        (claimed, here) => panic!("sort key claimed {claimed:?}, live {here:?}"),
+    }
+    for (table, present) in &u.membership_tables {
+        assert_eq!(
+            *present,
+            live_objects.contains_key(table),
+            "membership table {table}"
+        );
+    }
+    for (table, carries) in &u.publish_id {
+        let here = live_objects.contains_key(table);
+        match carries {
+            None => assert!(!here, "{table} claimed absent"),
+            Some(c) => assert_eq!(*c, has_column(live, table, "publish_id").await, "{table}"),
+        }
+    }
+    for sentence in u.not_wrong() {
+        assert!(
+            message.contains(&sentence),
+            "{sentence:?} missing from {message}"
+        );
+    }
+    live_objects
+}
+
 fn refusal(r: Result<EnsureOutcome, CatalogError>) -> Box<capcat_proto::schema::Refusal> {
     match r {
         Err(CatalogError::Schema(SchemaError::Refused(refusal))) => refusal,
@@ -668,54 +741,17 @@ async fn an_older_catalog_is_refused_truthfully_and_the_rebuild_restores_every_c
     let refused = refusal(c.ensure_schema().await);
     let message = refused.to_string();
     println!("{message}");
+    let live_objects = check_unstamped_claims(&live, &refused).await;
     let Diagnosis::Unstamped(u) = &refused.diagnosis else {
-        panic!("expected an unstamped diagnosis: {message}");
+        unreachable!("checked above");
     };
-    // Every claim, checked against the live schema.
+    assert!(u.legacy_present.contains(&format!("{p}_pack_commit_log")));
+    assert!(!u.sort_key_matches(), "the old key lacks pack identity");
     let mut all: Vec<String> = capcat_proto::schema::CatalogObject::ALL
         .iter()
         .map(|o| o.name(&t))
         .collect();
     all.push(format!("{p}_pack_commit_log"));
-    let live_objects = names_present(&live, &all).await;
-    for name in &u.present {
-        assert!(live_objects.contains_key(name), "claimed present: {name}");
-        assert!(message.contains(&format!("`{name}`")), "{name} not named");
-    }
-    for name in &u.missing {
-        assert!(!live_objects.contains_key(name), "claimed absent: {name}");
-        assert!(message.contains(&format!("`{name}`")), "{name} not named");
-    }
-    assert_eq!(
-        u.present.len() + u.missing.len(),
-        capcat_proto::schema::CatalogObject::ALL.len()
-    );
-    for name in &u.legacy_present {
-        assert!(live_objects.contains_key(name), "claimed legacy: {name}");
-    }
-    assert!(u.legacy_present.contains(&format!("{p}_pack_commit_log")));
-    let (_, live_key) = &live_objects[&t.capture_raw()];
-    assert_eq!(
-        u.sort_key_found.as_ref().map(|k| k.join(", ")),
-        Some(live_key.clone()),
-        "the sort key claimed is not the live one"
-    );
-    assert!(message.contains(&format!("({live_key})")), "{message}");
-    assert!(!u.sort_key_matches(), "the old key lacks pack identity");
-    for (table, present) in &u.membership_tables {
-        assert_eq!(
-            *present,
-            live_objects.contains_key(table),
-            "membership table {table}"
-        );
-    }
-    for (table, carries) in &u.publish_id {
-        let here = live_objects.contains_key(table);
-        match carries {
-            None => assert!(!here, "{table} claimed absent"),
-            Some(c) => assert_eq!(*c, has_column(&live, table, "publish_id").await, "{table}"),
-        }
-    }
     // Nothing was created by the refused ensure.
     assert_eq!(names_present(&live, &all).await, live_objects);
 
@@ -758,6 +794,55 @@ async fn an_older_catalog_is_refused_truthfully_and_the_rebuild_restores_every_c
             d.capture_id
         );
     }
+    live.finish().await;
+}
+
+/// A catalog of this design from before the stamp existed, written out
+/// literally: the right descriptor key, the manifest, publish_id on both
+/// membership tables, and no stamp table.
+fn pre_stamp_ddl(p: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE {p}_capture_raw (tenant_id String, experiment_id String, run_id String, \
+             captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, \
+             index_version UInt64, step UInt64, tensor_name String, dtype String, \
+             shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, \
+             maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, \
+             zero_fraction Float64, payload_offset UInt64, payload_length UInt64, \
+             payload_sha256 String) ENGINE = ReplacingMergeTree(index_version) \
+             ORDER BY (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id)"
+        ),
+        format!(
+            "CREATE TABLE {p}_index_watermark (index_version UInt64, publish_id UUID, \
+             published_at_ns UInt64) ENGINE = MergeTree ORDER BY (index_version, publish_id)"
+        ),
+        format!(
+            "CREATE TABLE {p}_snapshot_manifest (index_version UInt64, publish_id UUID, \
+             store_id String, pack_id UUID) ENGINE = MergeTree \
+             ORDER BY (index_version, publish_id, store_id, pack_id)"
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pre_stamp_catalog_is_refused_saying_what_is_not_wrong() {
+    let Some(live) = Live::start("pre_stamp_ddl").await else {
+        return;
+    };
+    for ddl in pre_stamp_ddl(live.tables().prefix()) {
+        live.exec(&ddl).await;
+    }
+    let refused = refusal(live.catalog.ensure_schema().await);
+    check_unstamped_claims(&live, &refused).await;
+    let Diagnosis::Unstamped(u) = &refused.diagnosis else {
+        unreachable!("checked above");
+    };
+    assert!(u.sort_key_matches());
+    assert!(
+        u.not_wrong().len() >= 3,
+        "sort key, manifest and pairing are all fine here: {:?}",
+        u.not_wrong()
+    );
     live.finish().await;
 }
 
