@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capcat_clickhouse::demand::{
-    Admission, DemandPublisher, PublisherCounters, PublisherOptions, ScanObservation, compact,
-    read_demand, read_folded,
+    Admission, CompactionError, DemandPublisher, PublisherCounters, PublisherOptions,
+    ScanObservation, compact, read_demand, read_folded,
 };
 use capcat_clickhouse::{Http, HttpOptions, Transport};
 use capcat_proto::demand::{
@@ -544,5 +544,112 @@ async fn a_scan_can_only_raise_and_writes_nothing_when_it_raises_nothing() {
         .expect("read_demand");
     assert_eq!(report.status.shards["s"].pending_packs, 4);
     assert_eq!(report.status.shards["fresh"].pending_packs, 2);
+    live.finish().await;
+}
+
+/// The real engine underneath, with every statement of one name refused
+/// before it is sent: a catalog that fails at one chosen step. It evaluates
+/// no SQL and applies no guard; the engine decides everything else.
+#[derive(Debug)]
+struct RefuseNamed {
+    inner: Arc<dyn Transport>,
+    name: &'static str,
+}
+
+impl Transport for RefuseNamed {
+    fn execute<'a>(
+        &'a self,
+        stmt: &'a capcat_proto::Statement,
+    ) -> capcat_clickhouse::BoxFuture<'a, Result<capcat_proto::Rows, capcat_proto::Failure>> {
+        if stmt.name == self.name {
+            return Box::pin(async {
+                Err(capcat_proto::Failure::Transport {
+                    message: "refused by the test".to_owned(),
+                })
+            });
+        }
+        self.inner.execute(stmt)
+    }
+
+    fn kind(&self) -> &'static str {
+        "refuse-named"
+    }
+}
+
+/// Compaction appends every folded row before it deletes anything: a failed
+/// append deletes nothing, a failed delete leaves old rows beside their
+/// compaction rows, and neither changes what the catalog reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_compaction_step_loses_nothing() {
+    let Some((live, transport, tables)) = catalog("failed_compaction").await else {
+        return;
+    };
+    let mut events = Vec::new();
+    for shard in ["a", "b"] {
+        for g in 1..=5 {
+            events.push(DemandEvent::writer_sealed(shard, 1, g, g * 10, 100 * g));
+        }
+        events.push(DemandEvent::executor_merged(shard, 1, 2));
+    }
+    for event in &events {
+        append(transport.as_ref(), &tables, event).await;
+    }
+    let now = 5_000;
+    let before = read_demand(transport.as_ref(), &tables, now)
+        .await
+        .expect("read_demand");
+    assert_eq!(before.status, status(&fold(&events), now));
+
+    let no_append = RefuseNamed {
+        inner: Arc::clone(&transport),
+        name: "demand.append",
+    };
+    let error = compact(&no_append, &tables, DEFAULT_READ_LIMIT)
+        .await
+        .expect_err("the append is refused");
+    assert!(
+        matches!(
+            error,
+            CompactionError::Append {
+                index: 0,
+                of: 2,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(rows_of(&live).await, 12, "nothing deleted, nothing added");
+
+    let no_delete = RefuseNamed {
+        inner: Arc::clone(&transport),
+        name: "demand.compaction_delete",
+    };
+    let error = compact(&no_delete, &tables, DEFAULT_READ_LIMIT)
+        .await
+        .expect_err("the delete is refused");
+    assert!(
+        matches!(error, CompactionError::Delete { deleted: 0, .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        rows_of(&live).await,
+        14,
+        "two compaction rows beside the old"
+    );
+    let after = read_demand(transport.as_ref(), &tables, now)
+        .await
+        .expect("read_demand");
+    assert_eq!(after, before, "the join absorbs the compaction rows");
+
+    // A clean rerun folds everything, the earlier compaction rows included.
+    let report = compact(transport.as_ref(), &tables, DEFAULT_READ_LIMIT)
+        .await
+        .expect("compaction");
+    assert_eq!((report.shards_compacted, report.rows_deleted), (2, 14));
+    assert_eq!(rows_of(&live).await, 2);
+    let last = read_demand(transport.as_ref(), &tables, now)
+        .await
+        .expect("read_demand");
+    assert_eq!(last, before);
     live.finish().await;
 }
