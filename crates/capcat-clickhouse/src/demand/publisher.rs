@@ -270,3 +270,68 @@ impl DemandPublisher {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{Http, HttpOptions};
+
+    fn transport() -> Arc<dyn Transport> {
+        // Port 1 on loopback: nothing listens, and building connects nowhere.
+        Arc::new(Http::new("http://127.0.0.1:1", HttpOptions::default()).expect("a valid URL"))
+    }
+
+    fn tables() -> Tables {
+        Tables::new("unit").expect("a valid prefix")
+    }
+
+    #[test]
+    fn a_publisher_needs_a_runtime() {
+        let built = DemandPublisher::new(transport(), tables(), PublisherOptions::default());
+        assert_eq!(built.err(), Some(PublisherError::NoRuntime));
+    }
+
+    #[tokio::test]
+    async fn bounds_are_validated_with_typed_errors() {
+        let with = |timeout, slots| {
+            DemandPublisher::new(transport(), tables(), PublisherOptions { timeout, slots }).err()
+        };
+        assert_eq!(with(PUBLISH_TIMEOUT, 0), Some(PublisherError::ZeroSlots));
+        assert_eq!(
+            with(PUBLISH_TIMEOUT, MAX_PUBLISH_SLOTS + 1),
+            Some(PublisherError::TooManySlots {
+                slots: MAX_PUBLISH_SLOTS + 1,
+                max: MAX_PUBLISH_SLOTS
+            })
+        );
+        assert_eq!(with(Duration::ZERO, 4), Some(PublisherError::ZeroTimeout));
+        assert_eq!(with(PUBLISH_TIMEOUT, MAX_PUBLISH_SLOTS), None);
+        assert_eq!(
+            PublisherOptions::default(),
+            PublisherOptions {
+                timeout: Duration::from_secs(15),
+                slots: 4
+            }
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_thread_outside_the_runtime_publishes_and_a_refused_connection_is_counted() {
+        let publisher = DemandPublisher::new(transport(), tables(), PublisherOptions::default())
+            .expect("publisher");
+        let from_thread = publisher.clone();
+        let admission = std::thread::spawn(move || from_thread.executor_merged("s", 1, 1))
+            .join()
+            .expect("the sink thread");
+        assert_eq!(admission, Admission::Accepted);
+        assert!(publisher.drain(Duration::from_secs(30)).await);
+        assert_eq!(
+            publisher.counters(),
+            PublisherCounters {
+                failed: 1,
+                ..PublisherCounters::default()
+            }
+        );
+        assert_eq!(publisher.in_flight(), 0);
+    }
+}
