@@ -69,6 +69,7 @@ VARIABLES
     nextId,       \* the next fresh id
     crashes,      \* crashes so far
     foreign,      \* out-of-protocol rows so far
+    foreignWm,    \* an out-of-protocol watermark row was written
     reports,      \* history: every publish outcome a publisher reported
     owners,       \* history: every version a publisher read back as its own
     fencedLanded, \* history: a fenced-out statement landed rows
@@ -76,8 +77,8 @@ VARIABLES
     selfLockout   \* history: a holder was refused by its own live lease
 
 vars == <<now, claims, lease, manifest, watermark, inventory, inflight, pub,
-          rd, nextId, crashes, foreign, reports, owners, fencedLanded,
-          usurped, selfLockout>>
+          rd, nextId, crashes, foreign, foreignWm, reports, owners,
+          fencedLanded, usurped, selfLockout>>
 
 -----------------------------------------------------------------------------
 NoLid == 0
@@ -177,6 +178,7 @@ TypeOK ==
                            members : SUBSET Packs, reread : SUBSET Packs]]
     /\ nextId \in 1..(MaxId + 1)
     /\ crashes \in 0..MaxCrashes /\ foreign \in 0..MaxForeign
+    /\ foreignWm \in BOOLEAN
     /\ reports \subseteq [p : Publishers, v : Versions, pid : Ids,
                           pack : Packs, outcome : Outcomes]
     /\ owners \subseteq [v : Versions, cid : Ids]
@@ -190,7 +192,7 @@ Init ==
     /\ pub = [p \in Publishers |-> LocalInit(p, 0)]
     /\ rd = [r \in Readers |-> [pinned |-> FALSE, w |-> 0,
                                 members |-> {}, reread |-> {}]]
-    /\ nextId = 1 /\ crashes = 0 /\ foreign = 0
+    /\ nextId = 1 /\ crashes = 0 /\ foreign = 0 /\ foreignWm = FALSE
     /\ reports = {} /\ owners = {}
     /\ fencedLanded = FALSE /\ usurped = FALSE /\ selfLockout = FALSE
 
@@ -204,7 +206,7 @@ Tick ==
     /\ \A s \in inflight : now < s.start + EffCap
     /\ now' = now + 1
     /\ UNCHANGED <<claims, lease, manifest, watermark, inventory, inflight,
-                   pub, rd, nextId, crashes, foreign, reports, owners,
+                   pub, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
 (* Acquire or renew, step 1: read the head (LIMIT 2) and decide.          *)
@@ -251,7 +253,7 @@ ReadLeaseHead(p) ==
                   \* nothing: it is not a step.
                   /\ (claim \/ l.lid # NoLid \/ ownLive \/ mode = "renew")
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                      inflight, rd, crashes, foreign, reports, owners,
+                      inflight, rd, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped>>
 
 (* A lease row lands. `usurped` records a row landing at a term above a   *)
@@ -271,7 +273,7 @@ ClaimLease(p) ==
                        inc |-> l.inc, exp |-> now + Ttl])
        /\ pub' = [pub EXCEPT ![p].pc = "lease_readback"]
        /\ UNCHANGED <<now, claims, manifest, watermark, inventory, inflight,
-                      rd, nextId, crashes, foreign, reports, owners,
+                      rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, selfLockout>>
 
 (* Acquire or renew, step 3: read the claims at the term back; the sole   *)
@@ -288,7 +290,7 @@ ReadBackLease(p) ==
                                             ELSE "alloc_head"]
                  ELSE [pub EXCEPT ![p].pc = "idle", ![p].lid = NoLid]
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                      inflight, rd, nextId, crashes, foreign, reports, owners,
+                      inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
 (* Allocator, step 1: read the highest claimed version.                  *)
@@ -300,7 +302,7 @@ ReadVersionHead(p) ==
                                        THEN "alloc_claim" ELSE "exhausted",
                              ![p].vseen = seen]
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                      inflight, rd, nextId, crashes, foreign, reports, owners,
+                      inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
 (* Allocator, step 2: append a claim one above what was read.            *)
@@ -317,7 +319,7 @@ ClaimVersion(p) ==
           ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
                /\ UNCHANGED <<claims, nextId>>
     /\ UNCHANGED <<now, lease, manifest, watermark, inventory, inflight, rd,
-                   crashes, foreign, reports, owners, fencedLanded, usurped,
+                   crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
 (* Allocator, step 3: read the claims at V back; the sole claimant owns  *)
@@ -333,7 +335,7 @@ ReadBackVersion(p) ==
        /\ owners' = IF sole THEN owners \cup {[v |-> l.v, cid |-> l.cid]}
                     ELSE owners
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                      inflight, rd, nextId, crashes, foreign, reports,
+                      inflight, rd, nextId, crashes, foreign, foreignWm, reports,
                       fencedLanded, usurped, selfLockout>>
 
 Statement(p, kind, pid) ==
@@ -354,7 +356,7 @@ IssueManifest(p) ==
           ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
                /\ UNCHANGED <<inflight, nextId>>
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
-                   crashes, foreign, reports, owners, fencedLanded, usurped,
+                   crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
 (* Publish, step 2: issue the watermark INSERT ... SELECT with the same  *)
@@ -364,7 +366,7 @@ IssueWatermark(p) ==
     /\ inflight' = inflight \cup {Statement(p, "watermark", pub[p].pid)}
     /\ pub' = [pub EXCEPT ![p].pc = "watermark_wait"]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
-                   nextId, crashes, foreign, reports, owners, fencedLanded,
+                   nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
 (* The engine evaluates a statement's WHERE clause: the guards the        *)
@@ -394,7 +396,7 @@ EvaluateGuard(s) ==
        /\ s.kind = "release" => HeadTerm + 1 <= MaxTerm
        /\ inflight' = (inflight \ {s}) \cup {s2}
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, pub,
-                      rd, nextId, crashes, foreign, reports, owners,
+                      rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
 \* What the owner learns when its statement completes or is killed; a
@@ -431,7 +433,7 @@ LandRows(s) ==
           ELSE UNCHANGED <<lease, usurped>>
     /\ fencedLanded' = (fencedLanded \/ (s.pass /\ ~s.fenceOk))
     /\ Complete(s, FALSE)
-    /\ UNCHANGED <<now, claims, inventory, rd, nextId, crashes, foreign,
+    /\ UNCHANGED <<now, claims, inventory, rd, nextId, crashes, foreign, foreignWm,
                    reports, owners, selfLockout>>
 
 (* The server kills a statement at its max_execution_time: nothing lands *)
@@ -442,7 +444,7 @@ KillAtCap(s) ==
     /\ inflight' = inflight \ {s}
     /\ Complete(s, TRUE)
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
-                   nextId, crashes, foreign, reports, owners, fencedLanded,
+                   nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
 (* Publish, step 3: read back the watermark rows at V and classify.      *)
@@ -476,7 +478,7 @@ ReadBackPublish(p) ==
                              ![p].lid = IF outcome = "LeaseLost" THEN NoLid
                                         ELSE l.lid]
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                      inflight, rd, nextId, crashes, foreign, owners,
+                      inflight, rd, nextId, crashes, foreign, foreignWm, owners,
                       fencedLanded, usurped, selfLockout>>
 
 (* The index pass records the pack in the inventory (the replay guard),  *)
@@ -488,7 +490,7 @@ WriteInventory(p) ==
     /\ pub' = [pub EXCEPT ![p].pc = IF pub[p].pc = "inventory" THEN "done"
                                     ELSE "renew"]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inflight, rd,
-                   nextId, crashes, foreign, reports, owners, fencedLanded,
+                   nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
 (* Orderly shutdown of a publisher whose work is done: the fenced        *)
@@ -501,7 +503,7 @@ IssueRelease(p) ==
     /\ inflight' = inflight \cup {Statement(p, "release", 0)}
     /\ pub' = [pub EXCEPT ![p].pc = "release_wait"]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
-                   nextId, crashes, foreign, reports, owners, fencedLanded,
+                   nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
 (* A reader pins W = max(index_version) and remembers the snapshot's     *)
@@ -512,7 +514,7 @@ PinWatermark(r) ==
                                 members |-> Members(MaxWatermark),
                                 reread |-> Members(MaxWatermark)]]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                   inflight, pub, nextId, crashes, foreign, reports, owners,
+                   inflight, pub, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
 (* The reader re-reads its pinned snapshot (the next page, a cursor).    *)
@@ -522,7 +524,7 @@ ReReadSnapshot(r) ==
     /\ rd[r].reread # Members(rd[r].w)
     /\ rd' = [rd EXCEPT ![r].reread = Members(rd[r].w)]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                   inflight, pub, nextId, crashes, foreign, reports, owners,
+                   inflight, pub, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
 (* A publisher crashes, losing all local state, and restarts as a new    *)
@@ -534,7 +536,7 @@ CrashRestart(p) ==
     /\ crashes' = crashes + 1
     /\ pub' = [pub EXCEPT ![p] = LocalInit(p, crashes + 1)]
     /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
-                   inflight, rd, nextId, foreign, reports, owners,
+                   inflight, rd, nextId, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
 (* An out-of-protocol writer (an operator's INSERT, a second build       *)
@@ -545,11 +547,12 @@ ForeignInsert ==
     /\ Fresh(1)
     /\ \E v \in Versions :
           \/ /\ watermark' = watermark \cup {[v |-> v, pid |-> nextId]}
+             /\ foreignWm' = TRUE
              /\ UNCHANGED manifest
           \/ \E k \in Packs :
                 /\ manifest' = manifest \cup {[v |-> v, pid |-> nextId,
                                                pack |-> k]}
-                /\ UNCHANGED watermark
+                /\ UNCHANGED <<watermark, foreignWm>>
     /\ foreign' = foreign + 1
     /\ nextId' = nextId + 1
     /\ UNCHANGED <<now, claims, lease, inventory, inflight, pub, rd, crashes,
@@ -584,11 +587,16 @@ Spec == /\ Init /\ [][Next]_vars
 
 -----------------------------------------------------------------------------
 (* Once a reader has seen W, the packs admitted at or below W never      *)
-(* change: neither now nor on its re-read.                                *)
+(* change: neither now nor on its re-read. The promise is made to runs    *)
+(* in which every watermark row went through the fence: a watermark row   *)
+(* written outside the protocol can raise W while a fenced publish is     *)
+(* between its guard and its rows, and nothing in the catalog can stop    *)
+(* that (foreign manifest rows stay covered).                             *)
 PinnedSnapshotNeverGrows ==
-    \A r \in Readers :
-        rd[r].pinned => /\ Members(rd[r].w) = rd[r].members
-                        /\ rd[r].reread = rd[r].members
+    \/ foreignWm
+    \/ \A r \in Readers :
+           rd[r].pinned => /\ Members(rd[r].w) = rd[r].members
+                           /\ rd[r].reread = rd[r].members
 
 (* A statement whose lease was not the live head when its guard was read *)
 (* lands no row.                                                           *)

@@ -182,7 +182,9 @@ pub mod publication {
     /// publish_id. Breaks `ReportedMeansVisible`.
     pub const COUNT_ONLY_READ_BACK: &str = "CountOnlyReadBack";
     /// Rejected: membership pairs manifest and watermark on the version
-    /// alone, without publish_id. Breaks `PinnedSnapshotNeverGrows`.
+    /// alone, without publish_id. Breaks `ReportedMeansVisible` (a foreign
+    /// row at V admits a lost attempt's rows) and `PinnedSnapshotNeverGrows`
+    /// (a foreign manifest row at a published V joins the snapshot).
     pub const MEMBERSHIP_ON_VERSION_ALONE: &str = "MembershipOnVersionAlone";
     /// Rejected: release writes its tombstone without checking the head is
     /// its own. Breaks `OneLiveLease` (and `FencedOutWritesNothing`).
