@@ -15,10 +15,18 @@
 //!   before connecting so the refusal is a typed error, not a NULL;
 //! - closing the last connection shuts the engine down (and the header warns
 //!   against doing that repeatedly): an anchor connection, never used for
-//!   statements, keeps it up while any [`Engine`] handle lives.
+//!   statements, keeps it up while any [`Engine`] handle lives;
+//! - a process that exits with the engine up (a handle in a `static`, leaked,
+//!   or alive across `std::process::exit`) runs libchdb's C++ static
+//!   destructors while its background threads still use what they destroy,
+//!   and dies of SIGSEGV about one exit in two: so an exit hook (`atexit`,
+//!   registered after each boot and again after statements, so it runs
+//!   before libchdb's destructors) closes every connection and joins
+//!   libchdb's threads before those destructors run (`tests/exit.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -95,6 +103,21 @@ static REGISTRY: Mutex<Option<(PathBuf, Weak<Inner>)>> = Mutex::new(None);
 /// Serialises engine boot (first connect) with engine shutdown (last close),
 /// so a new path never boots while the previous engine is still closing.
 static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// Statements run in this process, counted to space the exit hook's
+/// re-registrations (see [`arm_exit_hook_after_statement`]).
+static STATEMENTS: AtomicU64 = AtomicU64::new(0);
+/// Every statement up to this many re-registers the exit hook; after that
+/// only statements whose count is a power of two do. Bounds the `atexit`
+/// entries at about 4,160 (32 bytes each) however long the process runs.
+const DENSE_REGISTRATIONS: u64 = 4_096;
+/// Set by the exit hook: libchdb has been shut down for good.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+/// How long the exit hook waits for statements still running on other
+/// threads before giving up on stopping the engine. Closing a connection
+/// under a running statement is what libchdb does not survive, so the hook
+/// waits rather than forcing; the bound keeps a stuck statement from
+/// stalling the exit forever.
+const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain data (a list of
@@ -132,6 +155,9 @@ impl Engine {
                 source,
             })?;
         let api = ffi::api()?;
+        if STOPPED.load(Ordering::Acquire) {
+            return Err(ChdbError::Stopped);
+        }
 
         let mut registry = lock(&REGISTRY);
         if let Some((open, weak)) = registry.as_ref()
@@ -161,6 +187,10 @@ impl Engine {
                 boot_ms = started.elapsed().as_millis(),
                 "embedded engine started"
             );
+            // After the boot, not before: `exit()` runs the most recently
+            // registered function first, and booting is when libchdb
+            // registers most of its static destructors.
+            arm_exit_hook();
             anchor
         };
         let inner = Arc::new(Inner {
@@ -201,6 +231,7 @@ impl Engine {
         let mut lease = self.inner.pool.acquire(&self.inner.path)?;
         let conn = lease.conn_mut();
         let result = conn.prepare(request).and_then(|()| conn.run(request));
+        arm_exit_hook_after_statement();
         match &result {
             Ok(output) => {
                 if changes_session(&request.sql) {
@@ -257,6 +288,107 @@ impl Engine {
     pub fn library_load_time(&self) -> Duration {
         ffi::api().map(|api| api.load_time()).unwrap_or_default()
     }
+}
+
+impl Inner {
+    /// Closes every connection of this engine for the process's exit, the
+    /// anchor last, and refuses statements from now on. Waits up to
+    /// [`EXIT_WAIT`] for statements running on other threads; false (and the
+    /// engine left up) if they outlast it.
+    fn stop_for_exit(&self) -> bool {
+        let _shutdown = lock(&LIFECYCLE);
+        let mut state = lock(&self.pool.state);
+        state.stopped = true;
+        let idle = std::mem::take(&mut state.idle);
+        let deadline = Instant::now() + EXIT_WAIT;
+        while state.in_use > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                tracing::warn!(
+                    in_use = state.in_use,
+                    "statements still running at exit; the engine is left up"
+                );
+                return false;
+            }
+            state = self
+                .pool
+                .freed
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(state);
+        drop(idle);
+        lock(&self.anchor).take();
+        true
+    }
+}
+
+/// Registers [`stop_engine_at_exit`] (again) with `atexit`.
+///
+/// `exit()` runs registered functions and C++ static destructors from one
+/// list, newest first, and libchdb keeps adding destructors after its boot
+/// (a function-local static is registered when a statement first reaches
+/// it). A destructor registered after the hook runs before it, while the
+/// engine is still up, and the shutdown that follows can then crash: one
+/// child exit in ten did with a single registration after the boot (none in
+/// forty with one after every statement). So the hook is registered again
+/// after statements; it acts only the first time it runs.
+fn arm_exit_hook() {
+    if !ffi::register_exit_hook(stop_engine_at_exit) {
+        tracing::warn!("atexit refused the engine's exit hook; the process may crash at exit");
+    }
+}
+
+/// [`arm_exit_hook`] after every one of the first [`DENSE_REGISTRATIONS`]
+/// statements, then after the 8,192nd, 16,384th, ...: a statement that
+/// first reaches a code path (and registers its statics) comes early in a
+/// process's life, and the number of registrations stays bounded.
+fn arm_exit_hook_after_statement() {
+    let count = STATEMENTS.fetch_add(1, Ordering::Relaxed) + 1;
+    if count <= DENSE_REGISTRATIONS || count.is_power_of_two() {
+        arm_exit_hook();
+    }
+}
+
+/// The exit hook (`atexit`): stops the engine before libchdb's static
+/// destructors run.
+///
+/// Without it, a process that exits with the engine up runs those
+/// destructors while libchdb's background threads (`BgSchPool`) still use
+/// what they destroy: a SIGSEGV after `main` has returned, in about half the
+/// runs of a test binary holding its engine in a `static`. So: close every
+/// connection (which stops the engine on its data path), then
+/// `chdb_shutdown()`, which joins every thread libchdb started. A process
+/// whose last handle was dropped earlier only needs the second step.
+extern "C" fn stop_engine_at_exit() {
+    // Unwinding out of an `extern "C" fn` aborts the process, which is the
+    // crash this hook exists to prevent; nothing here is expected to panic.
+    let _ = std::panic::catch_unwind(|| {
+        // Registered many times (see `arm_exit_hook`): only the first run,
+        // the one registered last, does the work.
+        if STOPPED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let live = lock(&REGISTRY)
+            .as_ref()
+            .and_then(|(_, weak)| weak.upgrade());
+        let closed = live.as_ref().is_none_or(|inner| inner.stop_for_exit());
+        // Dropped before LIFECYCLE is taken: if every other handle went away
+        // meanwhile, this is the last one and its drop takes LIFECYCLE.
+        drop(live);
+        if !closed {
+            return;
+        }
+        let Ok(api) = ffi::api() else {
+            return;
+        };
+        let _shutdown = lock(&LIFECYCLE);
+        match api.shutdown() {
+            Some(true) | None => {}
+            Some(false) => tracing::warn!("chdb_shutdown did not stop every engine thread"),
+        }
+    });
 }
 
 impl Drop for Inner {
@@ -378,6 +510,8 @@ struct PoolState {
     idle: Vec<Connection>,
     in_use: usize,
     discarded: u64,
+    /// Set by the exit hook: no connection is handed out or kept any more.
+    stopped: bool,
 }
 
 impl Pool {
@@ -409,6 +543,9 @@ impl Pool {
         let deadline = started + self.options.acquire_timeout;
         let mut state = lock(&self.state);
         loop {
+            if state.stopped {
+                return Err(ChdbError::Stopped);
+            }
             if let Some(conn) = state.idle.pop() {
                 state.in_use += 1;
                 return Ok(Lease {
@@ -468,7 +605,7 @@ impl Pool {
         let mut state = lock(&self.state);
         state.in_use -= 1;
         match conn {
-            Some(conn) if keep => state.idle.push(conn),
+            Some(conn) if keep && !state.stopped => state.idle.push(conn),
             Some(conn) => {
                 state.discarded += 1;
                 // Close outside the lock: closing can take a moment and

@@ -98,6 +98,12 @@ pub enum ChdbError {
         /// The pool's size.
         max: usize,
     },
+    /// The process is exiting and the engine was stopped for it (see
+    /// `docs/embedded-engine.md`, "Exiting"); libchdb cannot be started again
+    /// in this process. Only a thread still issuing statements while the
+    /// process exits sees this.
+    #[error("the embedded engine was stopped because the process is exiting")]
+    Stopped,
 }
 
 impl ChdbError {

@@ -17,6 +17,14 @@
 //!   values are ClickHouse escaped text, bound to `{name:Type}` placeholders.
 //! - `chdb_result_buffer/length/error`, `chdb_destroy_query_result`.
 //! - `chdb_set_signal_handlers_enabled(0)`: keeps the host's signal handling.
+//! - `chdb_shutdown() -> chdb_state` (0 = success): joins every thread libchdb
+//!   started, so the host's own teardown (C++ static destructors at `exit`)
+//!   does not race them. Does nothing and returns 1 while a connection is
+//!   open; afterwards `chdb_connect` fails for the rest of the process.
+//!   Resolved optionally: engines before 26.7.2 lack it.
+//!
+//! And one libc function: `atexit`, to stop the engine before libchdb's own
+//! exit-time destructors run (see [`register_exit_hook`]).
 
 #![allow(unsafe_code)]
 
@@ -72,6 +80,15 @@ type StreamInsertErrorFn = unsafe extern "C" fn(InsertStreamHandle) -> *const c_
 type DestroyInsertStreamFn = unsafe extern "C" fn(InsertStreamHandle);
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
 type SetSignalHandlersFn = unsafe extern "C" fn(c_int);
+/// `chdb_state chdb_shutdown(void)`; `chdb_state` is a C enum (`int`).
+type ShutdownFn = unsafe extern "C" fn() -> c_int;
+
+unsafe extern "C" {
+    /// libc's `atexit(3)`: `function` runs inside `exit()`, in the reverse
+    /// order of registration, interleaved with the C++ static destructors of
+    /// every loaded library (those are registered on the same list).
+    fn atexit(function: extern "C" fn()) -> c_int;
+}
 
 /// The resolved entry points. The `Library` is kept so the pointers stay valid.
 #[derive(Debug)]
@@ -89,6 +106,8 @@ pub(crate) struct Api {
     stream_done: StreamDoneFn,
     stream_insert_error: StreamInsertErrorFn,
     destroy_insert_stream: DestroyInsertStreamFn,
+    /// `None` on an engine older than the call (an operator's local build).
+    shutdown: Option<ShutdownFn>,
     version: String,
     load_time: std::time::Duration,
     _library: Library,
@@ -185,6 +204,13 @@ fn load(path: &Path) -> Result<Api, String> {
         let version_fn = *library
             .get::<VersionFn>(b"chdb_version\0")
             .map_err(|e| e.to_string())?;
+        // Optional: `CAPCAT_LIBCHDB` may name an older local build. Without it
+        // the exit hook still closes every connection, which is what stops
+        // the engine's own threads; only the global pools stay up.
+        let shutdown = library
+            .get::<ShutdownFn>(b"chdb_shutdown\0")
+            .ok()
+            .map(|symbol| *symbol);
         let set_signal_handlers = *library
             .get::<SetSignalHandlersFn>(b"chdb_set_signal_handlers_enabled\0")
             .map_err(|e| e.to_string())?;
@@ -213,6 +239,7 @@ fn load(path: &Path) -> Result<Api, String> {
             stream_done,
             stream_insert_error,
             destroy_insert_stream,
+            shutdown,
             version,
             load_time: started.elapsed(),
             _library: library,
@@ -236,6 +263,22 @@ impl Api {
     /// How long `dlopen` and symbol resolution took.
     pub(crate) fn load_time(&self) -> std::time::Duration {
         self.load_time
+    }
+
+    /// `chdb_shutdown()`: joins every libchdb thread. `Some(true)` once none
+    /// is left, `Some(false)` if a connection is still open (then nothing was
+    /// done) or a thread could not be stopped, `None` if the library lacks
+    /// the call.
+    ///
+    /// Afterwards libchdb refuses every `chdb_connect` in this process: only
+    /// the exit hook calls it.
+    pub(crate) fn shutdown(&self) -> Option<bool> {
+        let shutdown = self.shutdown?;
+        // SAFETY: `chdb_shutdown` takes no arguments; `chdb.h` declares it
+        // safe to call from any thread, concurrently with itself and with
+        // `chdb_connect`, and harmless when the engine is already stopped.
+        // While a connection is open it does nothing and reports an error.
+        Some(unsafe { shutdown() } == 0)
     }
 
     /// Opens a connection with the given command-line style arguments
@@ -265,6 +308,21 @@ impl Api {
         let handle = unsafe { (self.connect)(argc, argv.as_mut_ptr()) };
         Ok(NonNull::new(handle).map(|handle| RawConnection { api: self, handle }))
     }
+}
+
+/// Registers `hook` to run inside `exit()`; false if libc refused (out of
+/// memory).
+///
+/// `exit()` runs `atexit` functions and C++ static destructors from one
+/// list, last registered first. libchdb registers its destructors while it
+/// loads and while its engine boots, so a hook registered after the first
+/// boot runs before all of those: that is the window in which the engine's
+/// threads can still be stopped safely.
+pub(crate) fn register_exit_hook(hook: extern "C" fn()) -> bool {
+    // SAFETY: `atexit` only stores the pointer; `hook` is a plain
+    // `extern "C" fn()` with no arguments, as `atexit` requires, and it lives
+    // for the whole process (a function item).
+    unsafe { atexit(hook) == 0 }
 }
 
 /// One libchdb connection. Not `Sync`: libchdb runs one statement at a time
