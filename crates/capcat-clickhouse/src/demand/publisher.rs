@@ -260,7 +260,9 @@ impl DemandPublisher {
     }
 
     /// Waits until nothing is in flight, at most `within`; whether it got
-    /// there. For shutdown and tests: a hot path never calls it.
+    /// there. For shutdown and tests: a hot path never calls it. While it
+    /// waits it gathers the slots as they come back, so reports handed in
+    /// meanwhile are dropped and counted.
     pub async fn drain(&self, within: Duration) -> bool {
         let all = u32::try_from(self.inner.options.slots)
             .expect("slots are at most MAX_PUBLISH_SLOTS, far below u32::MAX");
