@@ -5,7 +5,7 @@
 //! capcat-model-check check Publication [--variant NAME] [--publishers N] [--ticks N]
 //!     [--crashes N] [--crash-mid-statement] [--release] [--reacquire] [--foreign N]
 //!     [--no-reader] [--ttl N] [--cap N] [--prompt N] [--attempts C,A,P] [--liveness]
-//!     [--threads N] [--stop-at-first]
+//!     [--threads N] [--stop-at-first] [--strip-fence] [--dfs]
 //! capcat-model-check check DemandFold [--variant NAME] [--redeliveries N]
 //! capcat-model-check explore <model> [options] [--port N]
 //! ```
@@ -29,7 +29,8 @@ const USAGE: &str = "usage: capcat-model-check list | check <model> [options] | 
 models: Publication, DemandFold
 options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement
   --release --reacquire --foreign N --no-reader --ttl N --cap N --prompt N --attempts C,A,P
-  --liveness --threads N --stop-at-first
+  --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
+  statements rebuilt without the fence text through capcat-proto's hook)
 options (DemandFold): --variant NAME --redeliveries N";
 
 /// A usage error, printed with the usage text.
@@ -88,8 +89,10 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
                 }
             }
             "--liveness" => liveness = true,
+            "--strip-fence" => cfg.strip_fence = true,
             "--threads" => args.run.threads = number(&flag, it.next())?,
             "--stop-at-first" => args.run.stop_at_first = true,
+            "--dfs" => args.run.depth_first = true,
             "--redeliveries" => args.redeliveries = number(&flag, it.next())?,
             "--port" => args.port = number(&flag, it.next())?,
             other => return Err(Usage(format!("unknown option {other}"))),

@@ -19,6 +19,10 @@ pub struct RunOptions {
     pub stop_at_first: bool,
     /// Print progress to stderr this often (`None`: never).
     pub progress: Option<Duration>,
+    /// Depth-first instead of breadth-first: memory grows with the depth,
+    /// not the frontier, for runs too large for BFS (traces are then not
+    /// the shortest; the printed trace is still recomputed breadth-first).
+    pub depth_first: bool,
 }
 
 impl Default for RunOptions {
@@ -27,6 +31,7 @@ impl Default for RunOptions {
             threads: 1,
             stop_at_first: false,
             progress: None,
+            depth_first: false,
         }
     }
 }
@@ -114,7 +119,21 @@ where
     if opts.stop_at_first {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
+    if opts.depth_first {
+        let checker = builder.spawn_dfs();
+        return finish(checker, opts, start);
+    }
     let checker = builder.spawn_bfs();
+    finish(checker, opts, start)
+}
+
+fn finish<M, C>(checker: C, opts: RunOptions, start: Instant) -> CheckReport
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + Debug + Hash + PartialEq + Send + Sync,
+    M::Action: Clone + Debug + PartialEq + Display + Send + Sync,
+    C: Checker<M>,
+{
     if let Some(every) = opts.progress {
         let mut next = every;
         while !checker.is_done() {

@@ -20,6 +20,7 @@ fn run(cfg: ModelConfig, stop_at_first: bool) -> CheckReport {
             threads: 1,
             stop_at_first,
             progress: None,
+            depth_first: false,
         },
     );
     println!("{label}\n{}", report.render());
@@ -217,6 +218,22 @@ fn production_acquire_taking_a_contested_term_at_once_is_found() {
         n::PINNED_SNAPSHOT_NEVER_GROWS,
         36,
     );
+}
+
+/// A finding that the proposed acquire fix does NOT close: a claimant
+/// whose renewal lost a contested term still owns a live row carrying its
+/// lease_id, so its fenced release passes and writes a tombstone at
+/// `max(term) + 1` computed at evaluation; a new holder claims that term
+/// before the tombstone lands, the dead tombstone becomes the head row of a
+/// contested term, and a restarted publisher takes it at once while the new
+/// holder's watermark INSERT is in flight.
+#[test]
+fn a_late_release_tombstone_over_a_new_holders_term_is_found() {
+    let cfg = ModelConfig {
+        release: true,
+        ..ci(Design::Shipped)
+    };
+    assert_found(cfg, n::PINNED_SNAPSHOT_NEVER_GROWS, 46);
 }
 
 // ---- The mutation guard -------------------------------------------------

@@ -459,3 +459,61 @@ pub fn is_conditional_insert(name: &str) -> bool {
         "publish.insert_manifest" | "publish.insert_watermark" | "lease.release"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use capcat_proto::config::Variant;
+    use capcat_proto::publish::sql::insert_watermark;
+    use capcat_proto::{Config, Tables};
+
+    use super::*;
+
+    fn tables() -> Tables {
+        Tables::new("m").expect("valid prefix")
+    }
+
+    fn watermark(variant: Variant) -> Statement {
+        let cfg = Config::default().with_variant(variant);
+        insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), Uuid::from_u128(2))
+    }
+
+    #[test]
+    fn the_engine_finds_both_guards_in_the_shipped_publish_statement() {
+        let g = guards(&tables(), &watermark(Variant::Shipped).sql);
+        assert_eq!(
+            g,
+            Guards {
+                barrier: true,
+                fence: Fence::OneRead
+            }
+        );
+    }
+
+    #[test]
+    fn a_statement_whose_fence_text_is_gone_runs_unfenced() {
+        let cut =
+            capcat_proto::mutations::without_lease_fence(&watermark(Variant::Shipped), &tables());
+        assert_eq!(guards(&tables(), &cut.sql).fence, Fence::None);
+        assert_eq!(
+            guards(&tables(), &watermark(Variant::BarrierOnly).sql).fence,
+            Fence::None
+        );
+        assert_eq!(
+            guards(&tables(), &watermark(Variant::TwoSubqueryFence).sql).fence,
+            Fence::TwoReads
+        );
+    }
+
+    #[test]
+    fn an_unfenced_watermark_lands_without_a_lease_and_a_fenced_one_does_not() {
+        let db = Db::default();
+        let fenced = db.evaluate(&tables(), &watermark(Variant::Shipped), 0, None);
+        assert_eq!(
+            fenced,
+            Ok(Landing::Nothing),
+            "no lease row: the fence is false"
+        );
+        let unfenced = db.evaluate(&tables(), &watermark(Variant::BarrierOnly), 0, None);
+        assert_eq!(unfenced, Ok(Landing::Watermark(1, Uuid::from_u128(1))));
+    }
+}
