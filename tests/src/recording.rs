@@ -1,0 +1,177 @@
+//! [`RecordingTransport`]: a publisher's own connection to the engine that
+//! records every statement in the [`Ledger`] and, as an adversarial
+//! scheduler, delays some guarded INSERTs.
+//!
+//! It never changes a statement and never applies a guard: the SQL, the
+//! parameters and the settings reach the engine exactly as capcat-proto
+//! emitted them. It only chooses WHEN a statement is sent, which is what a
+//! slow network or a paused process would do.
+//!
+//! The one deliberate stall: after a publish attempt has renewed its lease,
+//! its first guarded INSERT may be held back until the lease head is
+//! another lease (a takeover), polling the head with capcat-proto's own
+//! `lease.read_head`. That is the schedule under which a missing fence
+//! lets a taken-over publisher write; with the fence, the INSERT lands
+//! nothing.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use capcat_clickhouse::{BoxFuture, Embedded, Transport};
+use capcat_proto::{Failure, Param, Rows, Statement, Tables, Value};
+use uuid::Uuid;
+
+use crate::ledger::{Counters, Ledger};
+use crate::rng::Rng;
+
+/// How often a stalled publish polls the lease head.
+const STALL_POLL: Duration = Duration::from_millis(20);
+
+/// When a [`RecordingTransport`] holds statements back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StallPlan {
+    /// Per mille of publish attempts stalled until a takeover.
+    pub takeover_per_mille: u64,
+    /// The longest a stall waits for a takeover.
+    pub max_stall: Duration,
+    /// Upper bound of the random pause (ms) before every guarded INSERT, so
+    /// the manifest and watermark statements of different publishers
+    /// interleave at different offsets.
+    pub jitter_ms: u64,
+}
+
+impl StallPlan {
+    /// No stalls and no pauses: statements go out as the machine emits them.
+    pub fn none() -> Self {
+        Self {
+            takeover_per_mille: 0,
+            max_stall: Duration::ZERO,
+            jitter_ms: 0,
+        }
+    }
+}
+
+/// A recording, stalling transport over the embedded engine. See the
+/// module docs.
+#[derive(Debug)]
+pub struct RecordingTransport {
+    inner: Embedded,
+    tables: Tables,
+    actor: String,
+    ledger: Arc<Ledger>,
+    plan: StallPlan,
+    rng: Mutex<Rng>,
+    pass: AtomicU64,
+    stalled: Mutex<BTreeSet<Uuid>>,
+}
+
+/// `pass` value meaning "not in a pass".
+const NO_PASS: u64 = u64::MAX;
+
+impl RecordingTransport {
+    /// A transport for `actor` over `inner`, recording into `ledger`.
+    pub fn new(
+        inner: Embedded,
+        tables: Tables,
+        actor: String,
+        ledger: Arc<Ledger>,
+        plan: StallPlan,
+        rng: Rng,
+    ) -> Self {
+        Self {
+            inner,
+            tables,
+            actor,
+            ledger,
+            plan,
+            rng: Mutex::new(rng),
+            pass: AtomicU64::new(NO_PASS),
+            stalled: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Tags the statements that follow with pass `pass` (`None`: none).
+    pub fn set_pass(&self, pass: Option<u64>) {
+        self.pass.store(pass.unwrap_or(NO_PASS), Ordering::Relaxed);
+    }
+
+    fn draw<T>(&self, f: impl FnOnce(&mut Rng) -> T) -> T {
+        f(&mut self.rng.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Holds a guarded INSERT back per the plan.
+    async fn before(&self, stmt: &Statement) {
+        let guarded = matches!(
+            stmt.name,
+            "publish.insert_manifest" | "publish.insert_watermark"
+        );
+        if !guarded {
+            return;
+        }
+        let pause = self.draw(|r| r.below(self.plan.jitter_ms + 1));
+        if pause > 0 {
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+        let (Some(Param::Uuid(publish_id)), Some(Param::Uuid(lease_id))) =
+            (stmt.params.get("publish_id"), stmt.params.get("lease_id"))
+        else {
+            return;
+        };
+        // Decide once per attempt, at its first guarded statement.
+        let first = self
+            .stalled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(*publish_id);
+        if first && self.draw(|r| r.chance(self.plan.takeover_per_mille)) {
+            self.stall_until_takeover(*lease_id).await;
+        }
+    }
+
+    /// Waits (bounded by the plan) until the lease head is not `lease_id`.
+    async fn stall_until_takeover(&self, lease_id: Uuid) {
+        Counters::bump(&self.ledger.counters.stalls);
+        let polls = (self.plan.max_stall.as_millis() / STALL_POLL.as_millis()).max(1);
+        let head = capcat_proto::lease::sql::read_head(&self.tables);
+        for _ in 0..polls {
+            tokio::time::sleep(STALL_POLL).await;
+            let Ok(Rows(rows)) = self.inner.execute(&head).await else {
+                continue;
+            };
+            let head_id = rows.first().and_then(|row| match row.get(1) {
+                Some(Value::Uuid(id)) => Some(*id),
+                _ => None,
+            });
+            if head_id.is_some_and(|id| id != lease_id) {
+                Counters::bump(&self.ledger.counters.stalls_taken_over);
+                tracing::debug!(actor = self.actor, %lease_id, "stalled publish resumes after a takeover");
+                return;
+            }
+        }
+        tracing::debug!(actor = self.actor, %lease_id, "stalled publish resumes without a takeover");
+    }
+}
+
+impl Transport for RecordingTransport {
+    fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+        Box::pin(async move {
+            self.before(stmt).await;
+            let pass = match self.pass.load(Ordering::Relaxed) {
+                NO_PASS => None,
+                p => Some(p),
+            };
+            let index = self
+                .ledger
+                .begin(&self.actor, pass, stmt.name, &stmt.params);
+            let result = self.inner.execute(stmt).await;
+            self.ledger.finish(index, result.is_ok());
+            result
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "embedded-recording"
+    }
+}
