@@ -533,3 +533,276 @@ fn fence_at(records: &[Record], lease: &[LeaseRow], landed: &[Option<u64>], g: &
         Some(_) => Fence::MaybeLive,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use capcat_clickhouse::BoxFuture;
+    use capcat_proto::{Param, Rows, Statement};
+
+    use super::*;
+    use crate::ledger::End;
+
+    const MS: u64 = 1_000_000;
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn record(
+        name: &'static str,
+        params: &[(&str, Param)],
+        start: u64,
+        end: Option<(u64, bool)>,
+    ) -> Record {
+        Record {
+            actor: "p".to_owned(),
+            pass: None,
+            name,
+            params: params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect::<BTreeMap<_, _>>(),
+            start_ns: start,
+            end: end.map(|(end_ns, ok)| End { end_ns, ok }),
+        }
+    }
+
+    fn claim(term: u64, lease: Uuid, start: u64, end: Option<(u64, bool)>) -> Record {
+        record(
+            "lease.insert_claim",
+            &[
+                ("term", Param::UInt64(term)),
+                ("lease_id", Param::Uuid(lease)),
+            ],
+            start,
+            end,
+        )
+    }
+
+    fn watermark_insert(lease: Uuid, start: u64) -> Record {
+        record(
+            "publish.insert_watermark",
+            &[
+                ("index_version", Param::UInt64(5)),
+                ("publish_id", Param::Uuid(id(99))),
+                ("lease_id", Param::Uuid(lease)),
+            ],
+            start,
+            Some((start + MS, true)),
+        )
+    }
+
+    fn row(term: u64, lease: Uuid, expires: u64) -> LeaseRow {
+        LeaseRow {
+            term,
+            lease_id: lease,
+            expires_at_ns: expires,
+        }
+    }
+
+    fn verdict(records: &[Record], lease: &[LeaseRow]) -> Fence {
+        let g = records.last().expect("the guarded INSERT is last");
+        let landed = landing_times(records, lease);
+        fence_at(records, lease, &landed, g)
+    }
+
+    const L: u128 = 1;
+    const M: u128 = 2;
+    const START: u64 = 100 * MS;
+    const LIVE: u64 = 10_000 * MS;
+
+    #[test]
+    fn the_own_live_head_may_pass_the_fence() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        assert_eq!(verdict(&records, &[row(1, id(L), LIVE)]), Fence::MaybeLive);
+    }
+
+    #[test]
+    fn a_takeover_landed_before_the_insert_proves_it_fenced_out() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(2, id(M), 50 * MS, Some((60 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        let lease = [row(1, id(L), LIVE), row(2, id(M), LIVE)];
+        assert_eq!(verdict(&records, &lease), Fence::FencedOut);
+    }
+
+    #[test]
+    fn a_takeover_landing_after_the_insert_was_sent_proves_nothing() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(2, id(M), 50 * MS, Some((START + MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        let lease = [row(1, id(L), LIVE), row(2, id(M), LIVE)];
+        assert_eq!(verdict(&records, &lease), Fence::MaybeLive);
+        // Nor does one whose landing is unknown (its task crashed).
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(2, id(M), 50 * MS, None),
+            watermark_insert(id(L), START),
+        ];
+        assert_eq!(verdict(&records, &lease), Fence::MaybeLive);
+    }
+
+    #[test]
+    fn an_own_lease_expired_before_the_insert_is_fenced_out() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        assert_eq!(
+            verdict(&records, &[row(1, id(L), 50 * MS)]),
+            Fence::FencedOut
+        );
+        // Within the clock slack it is not judged expired.
+        let at_edge = START - CLOCK_SLACK_NS / 2;
+        assert_eq!(
+            verdict(&records, &[row(1, id(L), at_edge)]),
+            Fence::MaybeLive
+        );
+    }
+
+    #[test]
+    fn an_own_claim_that_failed_leaves_the_verdict_undetermined() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(2, id(L), 10 * MS, Some((11 * MS, false))),
+            claim(3, id(M), 50 * MS, Some((60 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        let lease = [row(1, id(L), LIVE), row(3, id(M), LIVE)];
+        assert_eq!(verdict(&records, &lease), Fence::Undetermined);
+    }
+
+    #[test]
+    fn an_own_release_tombstone_fences_out() {
+        let release = record(
+            "lease.release",
+            &[("lease_id", Param::Uuid(id(L)))],
+            10 * MS,
+            Some((11 * MS, true)),
+        );
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            release,
+            watermark_insert(id(L), START),
+        ];
+        assert_eq!(
+            verdict(&records, &[row(1, id(L), LIVE), row(2, id(L), 0)]),
+            Fence::FencedOut
+        );
+    }
+
+    #[test]
+    fn within_a_contested_term_the_server_order_picks_the_head() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(1, id(M), MS, Some((3 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        let m_last = [row(1, id(L), LIVE), row(1, id(M), LIVE)];
+        assert_eq!(verdict(&records, &m_last), Fence::FencedOut);
+        let l_last = [row(1, id(M), LIVE), row(1, id(L), LIVE)];
+        assert_eq!(verdict(&records, &l_last), Fence::MaybeLive);
+    }
+
+    #[derive(Debug)]
+    struct Unreachable;
+
+    impl Transport for Unreachable {
+        fn execute<'a>(&'a self, _: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+            Box::pin(async { panic!("the unit tests never read tables") })
+        }
+        fn kind(&self) -> &'static str {
+            "unreachable"
+        }
+    }
+
+    fn checker() -> Checker {
+        Checker::new(
+            Arc::new(Unreachable),
+            Tables::new("unit").expect("a valid prefix"),
+            Arc::new(Ledger::new()),
+        )
+    }
+
+    #[test]
+    fn a_row_landed_by_a_fenced_out_insert_is_a_violation() {
+        let records = [
+            claim(1, id(L), MS, Some((2 * MS, true))),
+            claim(2, id(M), 50 * MS, Some((60 * MS, true))),
+            watermark_insert(id(L), START),
+        ];
+        let mut observed = Observed {
+            lease: vec![row(1, id(L), LIVE), row(2, id(M), LIVE)],
+            ..Observed::default()
+        };
+        let c = checker();
+        let verdicts = c.fenced_out_writes_nothing(&records, &observed);
+        assert_eq!(verdicts.fenced_out, 1);
+        assert!(c.violations().is_empty(), "nothing landed yet");
+        observed.watermark.insert((5, id(99)));
+        c.fenced_out_writes_nothing(&records, &observed);
+        let v = c.violations();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, names::FENCED_OUT_WRITES_NOTHING);
+    }
+
+    #[test]
+    fn a_pinned_snapshot_that_changes_is_a_violation() {
+        let c = checker();
+        let a: BTreeSet<PackRef> = [("s".to_owned(), id(7))].into();
+        c.observe_members("r0", 3, a.clone());
+        c.observe_members("r1", 3, a.clone());
+        assert!(c.violations().is_empty());
+        let mut grown = a;
+        grown.insert(("s".to_owned(), id(8)));
+        c.observe_members("r0", 3, grown);
+        let v = c.violations();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, names::PINNED_SNAPSHOT_NEVER_GROWS);
+    }
+
+    #[test]
+    fn a_won_whose_rows_do_not_stand_and_a_lost_attempt_that_stands_are_violations() {
+        let c = checker();
+        let ledger = &c.ledger;
+        let pack = ("s".to_owned(), id(7));
+        ledger.begin_pass(0, "p", [pack.clone()].into(), &[]);
+        ledger.end_pass(
+            0,
+            PassOutcome::Won {
+                version: 5,
+                publish_id: id(99),
+                packs: [pack.clone()].into(),
+                attempts: 1,
+            },
+        );
+        let mut observed = Observed::default();
+        observed.watermark.insert((5, id(99)));
+        observed
+            .manifest
+            .insert((5, id(99), pack.0.clone(), pack.1));
+        c.reported_means_visible(&[], &ledger.passes(), &observed);
+        assert!(c.violations().is_empty());
+        observed.manifest.clear();
+        c.reported_means_visible(&[], &ledger.passes(), &observed);
+        assert_eq!(c.violations().len(), 1);
+        // A lost attempt of a finished pass whose watermark row stands.
+        let c = checker();
+        c.ledger.begin_pass(1, "p", [pack].into(), &[]);
+        c.ledger.end_pass(1, PassOutcome::LeaseLost);
+        let mut lost = watermark_insert(id(L), START);
+        lost.pass = Some(1);
+        c.reported_means_visible(&[lost], &c.ledger.passes(), &observed);
+        assert_eq!(c.violations().len(), 1);
+        assert_eq!(c.violations()[0].property, names::REPORTED_MEANS_VISIBLE);
+    }
+}
