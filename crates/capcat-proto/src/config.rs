@@ -152,7 +152,7 @@ impl Config {
             #[cfg(any(test, feature = "mutations"))]
             variant: Variant::Shipped,
             #[cfg(any(test, feature = "mutations"))]
-            wait_out_contested_term: false,
+            wait_out_contested_term: true,
         })
     }
 
@@ -204,21 +204,22 @@ impl Config {
         self
     }
 
-    /// NOT a rejected design: the fix the model checker proposes (model
-    /// checking only, combinable with any [`Variant`]). An acquire treats a
-    /// live head row of another lease as held even when its term is
-    /// contested: that row's claimant may have read itself back as sole
-    /// before the rival claim landed, and may have a fenced statement in
-    /// flight. The production acquire takes a contested head at once, which
-    /// the model shows can grow a pinned snapshot.
+    /// Whether an acquire waits out a contested head term (model checking
+    /// only; the shipped acquire always does). An acquire treats a live
+    /// head row of another lease as held even when its term is contested:
+    /// that row's claimant may have read itself back as the sole claimant
+    /// before the rival claim landed, and may still have a fenced statement
+    /// in flight. Passing `false` restores the acquire that took a contested
+    /// head at once, which the model checker shows can grow a pinned
+    /// snapshot (the `ContestedTermTakenAtOnce` counterexample).
     #[cfg(any(test, feature = "mutations"))]
     pub fn with_wait_out_contested_term(mut self, wait: bool) -> Self {
         self.wait_out_contested_term = wait;
         self
     }
 
-    /// Whether [`Config::with_wait_out_contested_term`] is set; always
-    /// false without the `mutations` feature.
+    /// Whether an acquire waits out a contested head term: always true
+    /// without the `mutations` feature.
     pub(crate) fn waits_out_contested_term(&self) -> bool {
         #[cfg(any(test, feature = "mutations"))]
         {
@@ -226,7 +227,7 @@ impl Config {
         }
         #[cfg(not(any(test, feature = "mutations")))]
         {
-            false
+            true
         }
     }
 

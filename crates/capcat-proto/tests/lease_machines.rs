@@ -163,8 +163,16 @@ fn a_contested_term_is_abandoned_by_every_claimant() {
             other => panic!("a contested claimant must not finish: {other:?}"),
         }
     }
-    // Nobody holds the contested term: a third party may take it at once.
-    let lease = acquire(&mut log, "c", None, 3).expect("contested head is takeable");
+    // Nobody holds the contested term, but its head row may belong to a
+    // claimant that read itself back as sole before the rival claim landed
+    // and still has a fenced statement in flight: a third party waits the
+    // head out, and takes the next term only once it has expired.
+    match acquire(&mut log, "c", None, 3) {
+        Err(LeaseError::Held { term: 1, .. }) => {}
+        other => panic!("a live contested head must be waited out: {other:?}"),
+    }
+    log.now_ns += TTL;
+    let lease = acquire(&mut log, "c", None, 3).expect("an expired contested head is takeable");
     assert_eq!(lease.term, 2);
 }
 
@@ -176,6 +184,10 @@ fn claim_retry_without_jitter_is_fixed_retries_draw_from_a_widening_window() {
     let (mut a, mut b) = contend(&mut log, (0, 0));
     let mut windows = Vec::new();
     let mut terms = Vec::new();
+    // A live contested head is waited out (see
+    // `a_contested_term_is_abandoned_by_every_claimant`); by the time the
+    // claimants read the head again it has expired.
+    log.now_ns += TTL;
     for m in [&mut a, &mut b] {
         let Step::Execute(head) = m.poll() else {
             panic!()
@@ -390,6 +402,13 @@ fn the_head_is_ordered_by_clickhouse_uuid_collation() {
         });
     }
     assert_eq!(log.head().map(|h| h.lease_id), Some(low_first));
-    let lease = acquire(&mut log, "c", None, 3).expect("a contested head is takeable");
+    match acquire(&mut log, "c", None, 3) {
+        Err(LeaseError::Held { lease_id, .. }) => assert_eq!(lease_id, low_first),
+        other => panic!("a live contested head is waited out: {other:?}"),
+    }
+    for row in &mut log.rows {
+        row.expires_at_ns = log.now_ns;
+    }
+    let lease = acquire(&mut log, "c", None, 3).expect("an expired contested head is takeable");
     assert_eq!(lease.term, 5);
 }

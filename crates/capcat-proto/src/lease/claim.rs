@@ -130,8 +130,12 @@ impl LeaseClaim {
                 }
             }
             ClaimMode::Acquire => {
-                // `Config::with_wait_out_contested_term` (model checking only): a live head
-                // row of someone else is held even when its term is contested.
+                // A live head row of someone else is held even when its term is
+                // contested: its claimant may have read itself back as the sole
+                // claimant before the rival claim landed, and may still have a
+                // fenced statement in flight. Taking the term at once let a
+                // pinned snapshot grow in the model checker
+                // (`ContestedTermTakenAtOnce`); the head expires within one TTL.
                 let wait_out = self.cfg.waits_out_contested_term();
                 let foreign = |h: &LeaseHead| Some(h.lease_id) != own_id;
                 if let Some(h) = head
