@@ -129,6 +129,21 @@ fn shipped_design_holds_with_holders_re_acquiring() {
     assert_holds(with_reacquire(Design::Shipped), 224_704);
 }
 
+/// A contested claim retries with `Step::Draw { below: 9 }`: every jitter
+/// value is a separate action.
+#[test]
+fn shipped_design_holds_with_claim_retries_enumerating_every_jitter_value() {
+    assert_holds(
+        ModelConfig {
+            attempts: (2, 1, 1),
+            crashes: 0,
+            reader: false,
+            ..ci(Design::Shipped)
+        },
+        160_421,
+    );
+}
+
 #[test]
 fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
     assert_holds(ModelConfig::liveness(Design::Shipped), 330);
