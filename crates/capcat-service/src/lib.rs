@@ -1,3 +1,39 @@
-//! Capcat storage service: spool -> store -> catalog.
+//! Capcat storage service: spool -> store -> catalog in one process.
+//!
+//! - [`ServiceConfig`]: TOML, validated at construction ([`ConfigError`]
+//!   names the field).
+//! - [`Spool`]: `<pack_id>.pack.open` renamed to `.ready` when sealed.
+//! - [`Service`]: the sink ([`Service::append`], [`Service::seal`]), the
+//!   cycle (owed index first, upload only when nothing is owed, HEAD-verified
+//!   uploads, batch halving, set-aside), the lease keep-alive (every TTL/3,
+//!   on its own task), the reconciler, [`Service::flush`],
+//!   [`Service::close`] and [`Service::snapshot`].
+//! - [`CatalogClient`]: a thin driver of capcat-proto's machines over a
+//!   capcat-clickhouse transport (an adapter until that crate's `Catalog`
+//!   lands).
+//!
+//! `docs/operations.md` describes running it.
 
 #![forbid(unsafe_code)]
+
+pub mod backoff;
+pub mod catalog;
+pub mod config;
+mod cycle;
+pub mod demand;
+pub mod descriptors;
+mod error;
+mod reconcile;
+mod service;
+pub mod snapshot;
+pub mod spool;
+
+pub use backoff::Backoff;
+pub use catalog::CatalogClient;
+pub use config::{ConfigError, ServiceConfig, ValidConfig};
+pub use demand::{DemandCounters, DemandPublisher};
+pub use error::{CycleError, FlushError, SinkError, StartError};
+pub use reconcile::ReconcileReport;
+pub use service::{CloseReport, FlushReport, Service};
+pub use snapshot::{RejectedPack, Snapshot};
+pub use spool::{Spool, SpoolError};

@@ -1,0 +1,545 @@
+//! The service configuration: read from TOML, validated once at construction.
+//!
+//! Every check here exists because the value, accepted, would fail later or
+//! not at all (the seed's review found each one): a NaN passes every
+//! comparison, a sub-millisecond poll interval becomes a busy spin, a
+//! scheme-less endpoint is read as plain HTTP, an `https://` endpoint with the
+//! insecure flag is refused at every request, and a fractional publish
+//! timeout is truncated by ClickHouse to 0, which means "no limit".
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use capcat_proto::Tables;
+use capcat_s3::CatalogPrefix;
+use serde::Deserialize;
+
+/// The smallest poll interval: below it the loop would spin.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(1);
+
+/// A configuration value that cannot be honoured. Each variant names the
+/// field, so an operator knows which line of the file to fix.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The TOML text does not parse, or names an unknown field.
+    #[error("the service configuration does not parse: {detail}")]
+    Parse {
+        /// What the parser said (it names the line and the field).
+        detail: String,
+    },
+    /// An interval or timeout is NaN or infinite.
+    #[error("{field} = {value} must be a finite number of seconds")]
+    NotFinite {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: f64,
+    },
+    /// An interval or timeout is zero or negative.
+    #[error("{field} = {value} must be positive")]
+    NotPositive {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: f64,
+    },
+    /// The poll interval is below [`MIN_POLL_INTERVAL`]: the loop would spin.
+    #[error("poll_interval_s = {value} must be at least 0.001 s, or the cycle loop spins")]
+    PollIntervalTooSmall {
+        /// The rejected value.
+        value: f64,
+    },
+    /// An endpoint has no `http://` or `https://` scheme.
+    #[error("{field} = {value:?} must start with http:// or https://")]
+    EndpointScheme {
+        /// The field.
+        field: &'static str,
+        /// The rejected endpoint.
+        value: String,
+    },
+    /// `allow_insecure_http` is set with an `https://` endpoint, where every
+    /// request would be refused.
+    #[error("allow_insecure_http only pairs with an http:// s3_endpoint, not {endpoint:?}")]
+    InsecureWithHttps {
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// The publish timeout is not a whole number of seconds.
+    #[error(
+        "publish_timeout_s = {value} must be a whole number of seconds \
+         (ClickHouse truncates max_execution_time, and 0 means unlimited)"
+    )]
+    PublishTimeoutNotWhole {
+        /// The rejected value.
+        value: f64,
+    },
+    /// The publish timeout is not below the lease TTL.
+    #[error("publish_timeout_s = {publish_timeout_s} must be below lease_ttl_s = {lease_ttl_s}")]
+    PublishTimeoutNotBelowTtl {
+        /// The publish timeout.
+        publish_timeout_s: f64,
+        /// The lease TTL.
+        lease_ttl_s: f64,
+    },
+    /// A read limit is negative (or, for the request limit, zero).
+    #[error("{field} = {value} must be {rule}")]
+    BadReadLimit {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: i64,
+        /// What it must be.
+        rule: &'static str,
+    },
+    /// A count that bounds work is zero.
+    #[error("{field} must be at least 1")]
+    ZeroCount {
+        /// The field.
+        field: &'static str,
+    },
+    /// The catalog prefix is not a valid table and key prefix.
+    #[error("catalog_prefix = {value:?} is not valid: {detail}")]
+    BadPrefix {
+        /// The rejected prefix.
+        value: String,
+        /// Why.
+        detail: String,
+    },
+    /// The protocol configuration refused the lease and publish timeouts.
+    #[error("lease_ttl_s / publish_timeout_s refused by the protocol: {0}")]
+    Protocol(#[from] capcat_proto::ConfigError),
+}
+
+/// The service configuration as written in TOML (seconds as numbers).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServiceConfig {
+    /// The spool directory the sink writes packs into.
+    pub spool_dir: PathBuf,
+    /// The catalog's prefix: the ClickHouse table prefix and the object-store
+    /// directory `v1/<prefix>/`.
+    pub catalog_prefix: String,
+    /// The store id written into every descriptor's locator.
+    pub store_id: String,
+    /// The lease holder's name (diagnostics only).
+    pub holder: String,
+    /// Whether this service owns the spool: only then does start sweep the
+    /// stale `.open` files a crashed sink left (no sink may be writing yet).
+    pub owns_spool: bool,
+    /// Wait between idle cycles, and the first backoff step.
+    pub poll_interval_s: f64,
+    /// The longest wait after failing cycles.
+    pub max_backoff_s: f64,
+    /// The publisher lease's time to live (renewed every third of it).
+    pub lease_ttl_s: f64,
+    /// `max_execution_time` of the fenced publish statements.
+    pub publish_timeout_s: f64,
+    /// How long `close` waits for the final flush.
+    pub close_flush_timeout_s: f64,
+    /// The catalog's HTTP connect timeout.
+    pub catalog_connect_timeout_s: f64,
+    /// The catalog's HTTP whole-request timeout.
+    pub catalog_request_timeout_s: f64,
+    /// How long one demand event may take to publish.
+    pub demand_publish_timeout_s: f64,
+    /// Demand events in flight at once; more are dropped and counted.
+    pub demand_max_in_flight: usize,
+    /// Reconcile the store against the catalog at start.
+    pub reconcile_on_start: bool,
+    /// Reconcile periodically (off when absent).
+    pub reconcile_interval_s: Option<f64>,
+    /// A pack refused on its own this many times is set aside.
+    pub max_index_attempts: u32,
+    /// The indexer's budget for one batch (estimated parameter bytes).
+    pub index_batch_budget_bytes: u64,
+    /// Packs uploaded in one cycle, so a backlog cannot make a cycle unbounded.
+    pub max_packs_per_cycle: usize,
+    /// Records per pack before the sink seals it.
+    pub max_pack_records: usize,
+    /// Payload bytes per pack before the sink seals it.
+    pub max_pack_payload_bytes: u64,
+    /// The catalog's URL when it is a ClickHouse server.
+    pub catalog_url: Option<String>,
+    /// The S3 endpoint when the store is S3.
+    pub s3_endpoint: Option<String>,
+    /// Allow a plain-HTTP S3 endpoint.
+    pub allow_insecure_http: bool,
+    /// Bytes one read may hydrate (0 allowed: only empty payloads).
+    pub read_byte_limit: i64,
+    /// Records one read may request.
+    pub read_request_limit: i64,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        Self {
+            spool_dir: PathBuf::from("spool"),
+            catalog_prefix: "capcat".to_owned(),
+            store_id: "local".to_owned(),
+            holder: "capcat-service".to_owned(),
+            owns_spool: true,
+            poll_interval_s: 0.05,
+            max_backoff_s: 30.0,
+            lease_ttl_s: 30.0,
+            publish_timeout_s: 10.0,
+            close_flush_timeout_s: 30.0,
+            catalog_connect_timeout_s: 10.0,
+            catalog_request_timeout_s: 60.0,
+            demand_publish_timeout_s: 15.0,
+            demand_max_in_flight: 4,
+            reconcile_on_start: true,
+            reconcile_interval_s: None,
+            max_index_attempts: 5,
+            index_batch_budget_bytes: 64 * 1024 * 1024,
+            max_packs_per_cycle: 64,
+            max_pack_records: 4096,
+            max_pack_payload_bytes: 1 << 30,
+            catalog_url: None,
+            s3_endpoint: None,
+            allow_insecure_http: false,
+            read_byte_limit: 1 << 32,
+            read_request_limit: 100_000,
+        }
+    }
+}
+
+/// A configuration every part of the service can honour.
+#[derive(Clone, Debug)]
+pub struct ValidConfig {
+    /// The configuration as given.
+    pub raw: ServiceConfig,
+    /// The protocol configuration (lease TTL, publish timeout).
+    pub protocol: capcat_proto::Config,
+    /// The catalog's tables.
+    pub tables: Tables,
+    /// The object-store prefix.
+    pub prefix: CatalogPrefix,
+    /// [`ServiceConfig::poll_interval_s`].
+    pub poll_interval: Duration,
+    /// [`ServiceConfig::max_backoff_s`].
+    pub max_backoff: Duration,
+    /// [`ServiceConfig::lease_ttl_s`].
+    pub lease_ttl: Duration,
+    /// [`ServiceConfig::close_flush_timeout_s`].
+    pub close_flush_timeout: Duration,
+    /// [`ServiceConfig::catalog_connect_timeout_s`].
+    pub catalog_connect_timeout: Duration,
+    /// [`ServiceConfig::catalog_request_timeout_s`].
+    pub catalog_request_timeout: Duration,
+    /// [`ServiceConfig::demand_publish_timeout_s`].
+    pub demand_publish_timeout: Duration,
+    /// [`ServiceConfig::reconcile_interval_s`].
+    pub reconcile_interval: Option<Duration>,
+}
+
+fn seconds(field: &'static str, value: f64) -> Result<Duration, ConfigError> {
+    if !value.is_finite() {
+        return Err(ConfigError::NotFinite { field, value });
+    }
+    if value <= 0.0 {
+        return Err(ConfigError::NotPositive { field, value });
+    }
+    Duration::try_from_secs_f64(value).map_err(|_| ConfigError::NotFinite { field, value })
+}
+
+fn endpoint(field: &'static str, value: &str) -> Result<(), ConfigError> {
+    if value.starts_with("http://") || value.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ConfigError::EndpointScheme {
+            field,
+            value: value.to_owned(),
+        })
+    }
+}
+
+impl ServiceConfig {
+    /// Parses TOML text and validates it.
+    ///
+    /// # Errors
+    /// [`ConfigError::Parse`] for text that does not parse, else the first
+    /// rule broken.
+    pub fn from_toml(text: &str) -> Result<ValidConfig, ConfigError> {
+        Self::parse_toml(text)?.validate()
+    }
+
+    /// Parses TOML text without validating (for callers that override
+    /// fields from flags first, then call [`ServiceConfig::validate`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::Parse`].
+    pub fn parse_toml(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            detail: e.to_string(),
+        })
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// The first rule broken, naming its field.
+    pub fn validate(self) -> Result<ValidConfig, ConfigError> {
+        let poll_interval = seconds("poll_interval_s", self.poll_interval_s)?;
+        if poll_interval < MIN_POLL_INTERVAL {
+            return Err(ConfigError::PollIntervalTooSmall {
+                value: self.poll_interval_s,
+            });
+        }
+        let max_backoff = seconds("max_backoff_s", self.max_backoff_s)?;
+        let lease_ttl = seconds("lease_ttl_s", self.lease_ttl_s)?;
+        let publish_timeout = seconds("publish_timeout_s", self.publish_timeout_s)?;
+        let close_flush_timeout = seconds("close_flush_timeout_s", self.close_flush_timeout_s)?;
+        let catalog_connect_timeout =
+            seconds("catalog_connect_timeout_s", self.catalog_connect_timeout_s)?;
+        let catalog_request_timeout =
+            seconds("catalog_request_timeout_s", self.catalog_request_timeout_s)?;
+        let demand_publish_timeout =
+            seconds("demand_publish_timeout_s", self.demand_publish_timeout_s)?;
+        let reconcile_interval = match self.reconcile_interval_s {
+            Some(value) => Some(seconds("reconcile_interval_s", value)?),
+            None => None,
+        };
+        if self.publish_timeout_s.fract() != 0.0 {
+            return Err(ConfigError::PublishTimeoutNotWhole {
+                value: self.publish_timeout_s,
+            });
+        }
+        if publish_timeout >= lease_ttl {
+            return Err(ConfigError::PublishTimeoutNotBelowTtl {
+                publish_timeout_s: self.publish_timeout_s,
+                lease_ttl_s: self.lease_ttl_s,
+            });
+        }
+        if let Some(url) = &self.catalog_url {
+            endpoint("catalog_url", url)?;
+        }
+        if let Some(url) = &self.s3_endpoint {
+            endpoint("s3_endpoint", url)?;
+            if self.allow_insecure_http && !url.starts_with("http://") {
+                return Err(ConfigError::InsecureWithHttps {
+                    endpoint: url.clone(),
+                });
+            }
+        }
+        if self.read_byte_limit < 0 {
+            return Err(ConfigError::BadReadLimit {
+                field: "read_byte_limit",
+                value: self.read_byte_limit,
+                rule: "non-negative",
+            });
+        }
+        if self.read_request_limit <= 0 {
+            return Err(ConfigError::BadReadLimit {
+                field: "read_request_limit",
+                value: self.read_request_limit,
+                rule: "positive",
+            });
+        }
+        for (field, value) in [
+            ("demand_max_in_flight", self.demand_max_in_flight),
+            ("max_packs_per_cycle", self.max_packs_per_cycle),
+            ("max_pack_records", self.max_pack_records),
+            ("max_index_attempts", self.max_index_attempts as usize),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::ZeroCount { field });
+            }
+        }
+        if self.index_batch_budget_bytes == 0 {
+            return Err(ConfigError::ZeroCount {
+                field: "index_batch_budget_bytes",
+            });
+        }
+        if self.max_pack_payload_bytes == 0 {
+            return Err(ConfigError::ZeroCount {
+                field: "max_pack_payload_bytes",
+            });
+        }
+        let tables = Tables::new(&self.catalog_prefix).map_err(|e| ConfigError::BadPrefix {
+            value: self.catalog_prefix.clone(),
+            detail: e.to_string(),
+        })?;
+        let prefix = CatalogPrefix::new(self.catalog_prefix.clone()).map_err(|e| {
+            ConfigError::BadPrefix {
+                value: self.catalog_prefix.clone(),
+                detail: e.to_string(),
+            }
+        })?;
+        let ttl_ns = u64::try_from(lease_ttl.as_nanos()).unwrap_or(u64::MAX);
+        let timeout_ns = u64::try_from(publish_timeout.as_nanos()).unwrap_or(u64::MAX);
+        let protocol = capcat_proto::Config::new(ttl_ns, timeout_ns)?;
+        Ok(ValidConfig {
+            raw: self,
+            protocol,
+            tables,
+            prefix,
+            poll_interval,
+            max_backoff,
+            lease_ttl,
+            close_flush_timeout,
+            catalog_connect_timeout,
+            catalog_request_timeout,
+            demand_publish_timeout,
+            reconcile_interval,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(edit: impl FnOnce(&mut ServiceConfig)) -> Result<ValidConfig, ConfigError> {
+        let mut raw = ServiceConfig::default();
+        edit(&mut raw);
+        raw.validate()
+    }
+
+    #[test]
+    fn the_defaults_are_valid() {
+        let cfg = ServiceConfig::default().validate().expect("defaults");
+        assert_eq!(cfg.lease_ttl, Duration::from_secs(30));
+        assert_eq!(cfg.protocol.publish_timeout_s(), 10);
+    }
+
+    #[test]
+    fn every_interval_refuses_nan_infinity_zero_and_negatives_naming_the_field() {
+        type Setter = fn(&mut ServiceConfig, f64);
+        let fields: [(&str, Setter); 9] = [
+            ("poll_interval_s", |c, v| c.poll_interval_s = v),
+            ("max_backoff_s", |c, v| c.max_backoff_s = v),
+            ("lease_ttl_s", |c, v| c.lease_ttl_s = v),
+            ("publish_timeout_s", |c, v| c.publish_timeout_s = v),
+            ("close_flush_timeout_s", |c, v| c.close_flush_timeout_s = v),
+            ("catalog_connect_timeout_s", |c, v| {
+                c.catalog_connect_timeout_s = v
+            }),
+            ("catalog_request_timeout_s", |c, v| {
+                c.catalog_request_timeout_s = v
+            }),
+            ("demand_publish_timeout_s", |c, v| {
+                c.demand_publish_timeout_s = v
+            }),
+            ("reconcile_interval_s", |c, v| {
+                c.reconcile_interval_s = Some(v)
+            }),
+        ];
+        for (name, set) in fields {
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                match with(|c| set(c, bad)) {
+                    Err(ConfigError::NotFinite { field, .. }) => assert_eq!(field, name),
+                    other => panic!("{name} = {bad}: {other:?}"),
+                }
+            }
+            for bad in [0.0, -1.0] {
+                match with(|c| set(c, bad)) {
+                    Err(ConfigError::NotPositive { field, .. }) => assert_eq!(field, name),
+                    other => panic!("{name} = {bad}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_sub_millisecond_poll_interval_is_refused() {
+        assert!(matches!(
+            with(|c| c.poll_interval_s = 1e-10),
+            Err(ConfigError::PollIntervalTooSmall { .. })
+        ));
+        assert!(matches!(
+            with(|c| c.poll_interval_s = 0.0009),
+            Err(ConfigError::PollIntervalTooSmall { .. })
+        ));
+        assert!(with(|c| c.poll_interval_s = 0.001).is_ok());
+    }
+
+    #[test]
+    fn endpoints_need_a_scheme_and_insecure_pairs_only_with_http() {
+        assert!(matches!(
+            with(|c| c.s3_endpoint = Some("127.0.0.1:9000".into())),
+            Err(ConfigError::EndpointScheme {
+                field: "s3_endpoint",
+                ..
+            })
+        ));
+        assert!(matches!(
+            with(|c| c.catalog_url = Some("localhost:8123".into())),
+            Err(ConfigError::EndpointScheme {
+                field: "catalog_url",
+                ..
+            })
+        ));
+        assert!(matches!(
+            with(|c| {
+                c.s3_endpoint = Some("https://s3.example".into());
+                c.allow_insecure_http = true;
+            }),
+            Err(ConfigError::InsecureWithHttps { .. })
+        ));
+        assert!(
+            with(|c| {
+                c.s3_endpoint = Some("http://127.0.0.1:9000".into());
+                c.allow_insecure_http = true;
+            })
+            .is_ok()
+        );
+        assert!(with(|c| c.s3_endpoint = Some("https://s3.example".into())).is_ok());
+    }
+
+    #[test]
+    fn the_publish_timeout_is_whole_seconds_and_below_the_ttl() {
+        assert!(matches!(
+            with(|c| c.publish_timeout_s = 2.5),
+            Err(ConfigError::PublishTimeoutNotWhole { .. })
+        ));
+        assert!(matches!(
+            with(|c| c.publish_timeout_s = 0.5),
+            Err(ConfigError::PublishTimeoutNotWhole { .. })
+        ));
+        assert!(matches!(
+            with(|c| c.publish_timeout_s = 30.0),
+            Err(ConfigError::PublishTimeoutNotBelowTtl { .. })
+        ));
+        assert!(with(|c| c.publish_timeout_s = 29.0).is_ok());
+    }
+
+    #[test]
+    fn read_limits_are_non_negative_and_the_request_limit_positive() {
+        assert!(matches!(
+            with(|c| c.read_byte_limit = -1),
+            Err(ConfigError::BadReadLimit {
+                field: "read_byte_limit",
+                ..
+            })
+        ));
+        assert!(with(|c| c.read_byte_limit = 0).is_ok());
+        assert!(matches!(
+            with(|c| c.read_request_limit = 0),
+            Err(ConfigError::BadReadLimit {
+                field: "read_request_limit",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn toml_parses_and_unknown_fields_are_refused() {
+        let cfg = ServiceConfig::from_toml(
+            "lease_ttl_s = 9\npublish_timeout_s = 3\npoll_interval_s = 0.01\n",
+        )
+        .expect("valid");
+        assert_eq!(cfg.lease_ttl, Duration::from_secs(9));
+        assert!(matches!(
+            ServiceConfig::from_toml("lease_tll_s = 9\n"),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(
+            ServiceConfig::from_toml("poll_interval_s = nan\n"),
+            Err(ConfigError::NotFinite {
+                field: "poll_interval_s",
+                ..
+            })
+        ));
+    }
+}

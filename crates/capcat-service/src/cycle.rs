@@ -1,0 +1,497 @@
+//! The cycle: index what is owed, then upload (only when nothing is owed),
+//! then index what was uploaded.
+//!
+//! Order is the durability argument. The uploader removes a pack from the
+//! spool once its upload verifies, so an uploaded pack the catalog has not
+//! indexed lives only in memory (and in the store, where only a reconcile
+//! finds it). Uploading while something is owed would, during a catalog
+//! outage, move every new pack off the durable spool into memory. So new
+//! packs stay in the spool until the catalog is back.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use capcat_pack::{PackReader, Sha256Digest};
+use capcat_proto::demand::DemandEvent;
+use capcat_proto::{CaptureDescriptor, IndexReport, LeaseError};
+use capcat_s3::{PackKey, PackMetadata, PackStore};
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+use crate::catalog::index_error_is_outage;
+use crate::descriptors::{descriptors_of, estimated_bytes};
+use crate::error::CycleError;
+use crate::service::{Inner, Owed};
+use crate::spool::ReadyPack;
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CycleError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| CycleError::Task(e.to_string()))
+}
+
+impl<S: PackStore + Clone + 'static> Inner<S> {
+    /// The background loop: a cycle, then a wait from the backoff schedule
+    /// (cut short by a flush or a stop).
+    pub(crate) async fn cycle_loop(self: Arc<Self>) {
+        let mut backoff = Backoff::new(self.cfg.poll_interval, self.cfg.max_backoff);
+        let mut stop = self.stop.subscribe();
+        let mut last_reconcile = tokio::time::Instant::now();
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            if let Some(interval) = self.cfg.reconcile_interval {
+                if last_reconcile.elapsed() >= interval {
+                    last_reconcile = tokio::time::Instant::now();
+                    if let Err(error) = self.reconcile().await {
+                        tracing::warn!(%error, "periodic reconcile failed");
+                        self.record_error(&error);
+                    }
+                }
+            }
+            let wait = match self.run_cycle().await {
+                Ok(()) => backoff.on_success(),
+                Err(error) => {
+                    let wait = backoff.on_failure();
+                    tracing::warn!(%error, ?wait, "cycle failed; backing off");
+                    let mut state = self.lock_state();
+                    state.snapshot.failed_cycles += 1;
+                    state.snapshot.last_error = Some(error.to_string());
+                    wait
+                }
+            };
+            self.progress.send_modify(|n| *n += 1);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.wake.notified() => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// One cycle.
+    pub(crate) async fn run_cycle(&self) -> Result<(), CycleError> {
+        let _cycle = self.cycle_lock.lock().await;
+        self.lock_state().snapshot.cycles += 1;
+        let result = self.cycle_body().await;
+        let mut state = self.lock_state();
+        state.snapshot.pending_index = state.owed.len();
+        result
+    }
+
+    async fn cycle_body(&self) -> Result<(), CycleError> {
+        // 1. What is owed to the catalog goes first.
+        self.index_owed().await?;
+        // 2. Packs the reconciler found, then the spool: only now that
+        // nothing is owed.
+        self.fetch_recovered().await?;
+        self.index_owed().await?;
+        let spool = self.spool.clone();
+        let limit = self.cfg.raw.max_packs_per_cycle;
+        // Listed once per cycle: listing re-reads every pending file's name
+        // and time, and a backlog makes that the cycle's cost.
+        let listing = blocking(move || spool.list_ready(limit)).await??;
+        let mut uploaded = 0;
+        let mut result = Ok(());
+        for ready in &listing.ready {
+            if let Err(error) = self.upload_one(ready).await {
+                result = Err(error);
+                break;
+            }
+            uploaded += 1;
+        }
+        // Whatever uploaded before a failure is indexed now, so it is owed
+        // for as short a time as possible.
+        let indexed = self.index_owed().await;
+        let mut state = self.lock_state();
+        state.snapshot.spool_ready = listing.total_ready - uploaded;
+        state.snapshot.drained = result.is_ok()
+            && indexed.is_ok()
+            && listing.total_ready == uploaded
+            && state.owed.is_empty()
+            && state.recovered.is_empty();
+        drop(state);
+        result?;
+        indexed
+    }
+
+    /// Uploads one sealed pack, verifies it by HEAD (size and SHA-256
+    /// metadata), records it as owed, and only then removes it from the spool.
+    async fn upload_one(&self, ready: &ReadyPack) -> Result<(), CycleError> {
+        let path = ready.path.clone();
+        let pack_id = ready.pack_id;
+        let read = blocking(move || std::fs::read(&path).map(|b| (b, path))).await?;
+        let (bytes, path) = match read {
+            Ok(read) => read,
+            // Removed since the listing (another cycle or a flush raced us).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(crate::spool::SpoolError::Io {
+                    op: "read",
+                    path: ready.path.clone(),
+                    source,
+                }
+                .into());
+            }
+        };
+        let verify = blocking(move || PackReader::from_bytes(bytes)).await?;
+        let pack = match verify {
+            Ok(pack) if pack.pack_id() == pack_id => pack,
+            Ok(pack) => {
+                self.set_aside_file(
+                    pack_id,
+                    format!(
+                        "the spool file names pack {pack_id} but holds pack {}",
+                        pack.pack_id()
+                    ),
+                );
+                return Ok(());
+            }
+            Err(error) => {
+                self.set_aside_file(
+                    pack_id,
+                    format!("the spool file is not a valid pack: {error}"),
+                );
+                return Ok(());
+            }
+        };
+        let metadata = PackMetadata {
+            format_version: pack.format_version(),
+            pack_id,
+            sha256: pack.pack_sha256().0,
+            record_count: pack.len() as u64,
+        };
+        let body = pack.bytes().clone();
+        let size = body.len() as u64;
+        tracing::debug!(%pack_id, size, "uploading");
+        self.store
+            .put_pack(&self.cfg.prefix, body, &metadata)
+            .await?;
+        let key = PackKey::new(self.cfg.prefix.clone(), pack_id).object_key();
+        let head = self.store.head(&key).await?;
+        let stored = head
+            .pack_metadata()
+            .map_err(|e| CycleError::UploadNotVerified {
+                pack_id,
+                detail: format!("HEAD metadata unreadable: {e}"),
+            })?;
+        if head.size != size || stored.sha256 != metadata.sha256 || stored.pack_id != pack_id {
+            return Err(CycleError::UploadNotVerified {
+                pack_id,
+                detail: format!(
+                    "HEAD says {} bytes, sha256 {}; sealed {size} bytes, sha256 {}",
+                    head.size,
+                    hex::encode(stored.sha256),
+                    hex::encode(metadata.sha256)
+                ),
+            });
+        }
+        let descriptors = match descriptors_of(&pack, &self.cfg.raw.store_id) {
+            Ok(d) => d,
+            Err(error) => {
+                self.set_aside_file(pack_id, format!("its records cannot be described: {error}"));
+                return Ok(());
+            }
+        };
+        {
+            // Owed before the spool file goes: there is no moment at which
+            // the pack is in neither place.
+            let mut state = self.lock_state();
+            state.owed.insert(
+                pack_id,
+                Owed {
+                    descriptors,
+                    refusals: 0,
+                },
+            );
+            state.snapshot.uploaded += 1;
+        }
+        let spool = self.spool.clone();
+        blocking(move || spool.remove_ready(pack_id)).await??;
+        tracing::info!(%pack_id, size, path = %path.display(), "uploaded and verified; removed from the spool");
+        Ok(())
+    }
+
+    /// A spool file that is not a valid pack is renamed `.rejected` beside
+    /// the spool (never deleted) and set aside.
+    fn set_aside_file(&self, pack_id: Uuid, reason: String) {
+        let from = self.spool.ready_path(pack_id);
+        let to = from.with_extension("rejected");
+        if let Err(error) = std::fs::rename(&from, &to) {
+            tracing::warn!(%error, path = %from.display(), "could not rename a rejected spool file");
+        }
+        self.lock_state().set_aside(pack_id, reason);
+    }
+
+    /// Fetches packs the reconciler found (uploaded, never indexed), at
+    /// most `max_packs_per_cycle`, verifies them, and makes them owed.
+    async fn fetch_recovered(&self) -> Result<(), CycleError> {
+        let batch: Vec<_> = {
+            let mut state = self.lock_state();
+            if !state.owed.is_empty() {
+                return Ok(());
+            }
+            let n = state.recovered.len().min(self.cfg.raw.max_packs_per_cycle);
+            state.recovered.drain(..n).collect()
+        };
+        let mut remaining: VecDeque<_> = batch.into();
+        while let Some(found) = remaining.pop_front() {
+            let pack_id = found.key.pack_id();
+            let bytes = match self.store.get(&found.key.object_key()).await {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    // Put it and the rest back for the next cycle.
+                    let mut state = self.lock_state();
+                    state.recovered.push_front(found);
+                    while let Some(rest) = remaining.pop_back() {
+                        state.recovered.push_front(rest);
+                    }
+                    return Err(error.into());
+                }
+            };
+            let expected = Sha256Digest(found.metadata.sha256);
+            let described = blocking(move || {
+                PackReader::from_bytes_expecting(bytes, expected).map(|pack| (pack.pack_id(), pack))
+            })
+            .await?;
+            let store_id = self.cfg.raw.store_id.clone();
+            match described {
+                Ok((id, pack)) if id == pack_id => match descriptors_of(&pack, &store_id) {
+                    Ok(descriptors) => {
+                        let mut state = self.lock_state();
+                        state.owed.insert(
+                            pack_id,
+                            Owed {
+                                descriptors,
+                                refusals: 0,
+                            },
+                        );
+                        state.snapshot.reconcile_recovered += 1;
+                    }
+                    Err(error) => self
+                        .lock_state()
+                        .set_aside(pack_id, format!("stored pack cannot be described: {error}")),
+                },
+                Ok((id, _)) => self
+                    .lock_state()
+                    .set_aside(pack_id, format!("stored object holds pack {id}")),
+                Err(error) => self
+                    .lock_state()
+                    .set_aside(pack_id, format!("stored pack does not verify: {error}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Indexes every owed pack, halving batches the indexer refuses as too
+    /// large and setting aside what cannot be indexed at all.
+    ///
+    /// A batch over the budget is halved until its parts fit; a single pack
+    /// over the budget is set aside at once (retrying cannot make it fit). A
+    /// batch refused for its values is halved to find the culprit; a single
+    /// pack so refused is set aside after `max_index_attempts`. An outage
+    /// fails the cycle and counts against no pack.
+    async fn index_owed(&self) -> Result<(), CycleError> {
+        let ids: Vec<Uuid> = self.lock_state().owed.keys().copied().collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let budget = self.cfg.raw.index_batch_budget_bytes;
+        let mut queue: VecDeque<Vec<Uuid>> = VecDeque::from([ids]);
+        // Bounded: each pass either removes packs from the queue or splits a
+        // batch into strictly smaller ones, so at most 2n passes run.
+        while let Some(batch) = queue.pop_front() {
+            let descriptors: Vec<CaptureDescriptor> = {
+                let state = self.lock_state();
+                batch
+                    .iter()
+                    .filter_map(|id| state.owed.get(id))
+                    .flat_map(|o| o.descriptors.iter().cloned())
+                    .collect()
+            };
+            let estimate = estimated_bytes(&descriptors);
+            if estimate > budget {
+                if let [only] = batch[..] {
+                    self.lock_state().set_aside(
+                        only,
+                        format!("alone it is {estimate} estimated bytes, over the indexer's budget of {budget}"),
+                    );
+                } else {
+                    self.split(&mut queue, batch, estimate);
+                }
+                continue;
+            }
+            match self.index_batch(descriptors).await {
+                Ok(report) => self.on_indexed(&batch, &report),
+                Err(IndexFailure::Outage(detail)) => {
+                    return Err(CycleError::IndexOutage {
+                        packs: batch.len(),
+                        detail,
+                    });
+                }
+                Err(IndexFailure::Refused(detail)) => {
+                    if let [only] = batch[..] {
+                        let mut state = self.lock_state();
+                        let attempts = state.owed.get_mut(&only).map_or(0, |o| {
+                            o.refusals += 1;
+                            o.refusals
+                        });
+                        if attempts >= self.cfg.raw.max_index_attempts {
+                            state.set_aside(only, format!("refused {attempts} times: {detail}"));
+                            continue;
+                        }
+                        return Err(CycleError::IndexRefused {
+                            pack_id: only,
+                            attempts,
+                            detail,
+                        });
+                    }
+                    self.split(&mut queue, batch, estimate);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn split(&self, queue: &mut VecDeque<Vec<Uuid>>, mut batch: Vec<Uuid>, estimate: u64) {
+        let back = batch.split_off(batch.len() / 2);
+        tracing::info!(
+            packs = batch.len() + back.len(),
+            estimate,
+            "halving a batch the indexer refused"
+        );
+        self.lock_state().snapshot.batch_splits += 1;
+        queue.push_front(back);
+        queue.push_front(batch);
+    }
+
+    fn on_indexed(&self, batch: &[Uuid], report: &IndexReport) {
+        let mut state = self.lock_state();
+        for id in batch {
+            state.owed.remove(id);
+        }
+        state.snapshot.indexed += batch.len() as u64;
+        match report {
+            IndexReport::Indexed {
+                version,
+                packs,
+                skipped,
+                ..
+            } => {
+                state.snapshot.replays_skipped += skipped.len() as u64;
+                tracing::info!(
+                    version,
+                    packs = packs.len(),
+                    skipped = skipped.len(),
+                    "published"
+                );
+            }
+            IndexReport::NothingToDo { skipped } => {
+                state.snapshot.replays_skipped += skipped.len() as u64;
+                tracing::info!(
+                    skipped = skipped.len(),
+                    "every pack of the batch was already committed"
+                );
+            }
+        }
+        drop(state);
+        let generation = self
+            .merged_generation
+            .fetch_add(batch.len() as u64, Ordering::Relaxed)
+            + batch.len() as u64;
+        self.demand.publish(DemandEvent::executor_merged(
+            self.shard_id(),
+            self.epoch,
+            generation,
+        ));
+    }
+
+    /// One index pass under the lease (taking it again when lost), holding
+    /// the lease lock so the keep-alive cannot interleave.
+    async fn index_batch(
+        &self,
+        descriptors: Vec<CaptureDescriptor>,
+    ) -> Result<IndexReport, IndexFailure> {
+        let mut guard = self.lease.lock().await;
+        let lease = match guard.clone() {
+            Some(lease) => lease,
+            None => match self.catalog.acquire(&self.cfg.raw.holder, None).await {
+                Ok(lease) => {
+                    tracing::info!(lease_id = %lease.lease_id, "publisher lease re-acquired");
+                    lease
+                }
+                Err(error) => return Err(IndexFailure::Outage(format!("lease: {error}"))),
+            },
+        };
+        let (lease, result) = self.catalog.index(lease, descriptors).await;
+        *guard = Some(lease);
+        match result {
+            Ok(report) => Ok(report),
+            Err(error) => {
+                if matches!(error, capcat_proto::IndexError::LeaseLost { .. }) {
+                    *guard = None;
+                }
+                if index_error_is_outage(&error) {
+                    Err(IndexFailure::Outage(error.to_string()))
+                } else {
+                    Err(IndexFailure::Refused(error.to_string()))
+                }
+            }
+        }
+    }
+
+    /// The keep-alive: renews the lease every TTL/3 on its own schedule,
+    /// whatever the cycle's backoff (which may reach the TTL itself).
+    pub(crate) async fn lease_keeper(self: Arc<Self>) {
+        let period = self.cfg.lease_ttl / 3;
+        let mut stop = self.stop.subscribe();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(period) => {}
+                _ = stop.changed() => return,
+            }
+            if *stop.borrow() {
+                return;
+            }
+            let mut guard = self.lease.lock().await;
+            let Some(lease) = guard.clone() else {
+                continue;
+            };
+            match tokio::time::timeout(period, self.catalog.renew(lease)).await {
+                Ok(Ok(renewed)) => {
+                    *guard = Some(renewed);
+                    self.lock_state().snapshot.lease_renewals += 1;
+                }
+                Ok(Err(error)) => {
+                    if matches!(error, LeaseError::NotHeld { .. }) {
+                        // Taken over or expired: the next publish acquires
+                        // it again (or finds it held and waits).
+                        *guard = None;
+                    }
+                    tracing::warn!(%error, "lease renewal failed");
+                    let mut state = self.lock_state();
+                    state.snapshot.lease_renewal_failures += 1;
+                    state.snapshot.last_error = Some(format!("lease renewal: {error}"));
+                }
+                Err(_) => {
+                    tracing::warn!(?period, "lease renewal timed out");
+                    let mut state = self.lock_state();
+                    state.snapshot.lease_renewal_failures += 1;
+                    state.snapshot.last_error = Some("lease renewal timed out".to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Why an index pass did not publish.
+enum IndexFailure {
+    /// The catalog was unreachable, timed out, fenced us or out-raced us.
+    Outage(String),
+    /// The catalog refused these values.
+    Refused(String),
+}

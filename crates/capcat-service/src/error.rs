@@ -1,0 +1,121 @@
+//! The service's errors, one enum per concern.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The spool could not be opened or swept.
+    #[error("spool: {0}")]
+    Spool(#[from] crate::spool::SpoolError),
+    /// The catalog's schema was refused or could not be read.
+    #[error("catalog schema: {0}")]
+    Schema(#[from] capcat_proto::schema::SchemaError),
+    /// The publisher lease is held by another process (or unreachable).
+    #[error("publisher lease: {0}")]
+    Lease(#[from] capcat_proto::LeaseError),
+    /// The service must be started inside a tokio runtime.
+    #[error("the service must be started inside a tokio runtime")]
+    NoRuntime,
+}
+
+/// One failed cycle: the reason goes to `last_error`, and the loop backs off.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CycleError {
+    /// A spool operation failed.
+    #[error("spool: {0}")]
+    Spool(#[from] crate::spool::SpoolError),
+    /// The object store failed (nothing is removed from the spool).
+    #[error("store: {0}")]
+    Store(#[from] capcat_s3::StoreError),
+    /// An upload did not verify: HEAD reported another size or SHA-256.
+    #[error("upload of pack {pack_id} did not verify: {detail}")]
+    UploadNotVerified {
+        /// The pack.
+        pack_id: Uuid,
+        /// What HEAD reported instead.
+        detail: String,
+    },
+    /// The catalog could not index (an outage: counted against no pack).
+    #[error("catalog outage while indexing {packs} pack(s): {detail}")]
+    IndexOutage {
+        /// The packs of the failed batch.
+        packs: usize,
+        /// The cause.
+        detail: String,
+    },
+    /// A pack was refused on its own, not yet `max_index_attempts` times.
+    #[error("pack {pack_id} refused by the indexer (attempt {attempts}): {detail}")]
+    IndexRefused {
+        /// The pack.
+        pack_id: Uuid,
+        /// Refusals so far.
+        attempts: u32,
+        /// The cause.
+        detail: String,
+    },
+    /// The publisher lease could not be taken or kept.
+    #[error("publisher lease: {0}")]
+    Lease(#[from] capcat_proto::LeaseError),
+    /// A catalog read failed.
+    #[error("catalog read: {0}")]
+    Catalog(capcat_proto::Failure),
+    /// A blocking task panicked or was cancelled.
+    #[error("background task failed: {0}")]
+    Task(String),
+}
+
+/// Why a flush did not report everything queryable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlushError {
+    /// The deadline passed with packs sealed before the call not yet
+    /// queryable (still in the spool, or uploaded and owed to the catalog).
+    #[error(
+        "not drained after {waited:?}: {pending} pack(s) sealed before the flush are not yet \
+         queryable{}; last error: {last_error:?}",
+        if set_aside.is_empty() { String::new() } else { format!("; set aside: {set_aside:?}") }
+    )]
+    NotDrained {
+        /// How long the flush waited.
+        waited: Duration,
+        /// Packs still pending.
+        pending: usize,
+        /// Packs set aside since the last flush that reported them.
+        set_aside: Vec<Uuid>,
+        /// The last cycle error.
+        last_error: Option<String>,
+    },
+    /// Packs were set aside (too large, or refused too often). They stay in
+    /// the store; this error names them once.
+    #[error("{} pack(s) were set aside and are not queryable: {packs:?} (see snapshot().rejected_packs)", packs.len())]
+    SetAside {
+        /// The packs.
+        packs: Vec<Uuid>,
+    },
+    /// The service is stopped.
+    #[error("the service is stopped")]
+    Stopped,
+    /// Sealing the sink's open pack failed.
+    #[error("sealing the open pack failed: {0}")]
+    Seal(String),
+}
+
+/// Why a record could not be appended to the sink.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SinkError {
+    /// The pack writer refused the record.
+    #[error("pack: {0}")]
+    Pack(#[from] capcat_pack::PackError),
+    /// The sealed pack could not be written to the spool.
+    #[error("spool: {0}")]
+    Spool(#[from] crate::spool::SpoolError),
+    /// The service is closed.
+    #[error("the service is closed")]
+    Closed,
+}

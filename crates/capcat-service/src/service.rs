@@ -1,0 +1,472 @@
+//! [`Service`]: start, the sink, flush, close, snapshot.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use capcat_pack::{PackLimits, PackWriter, RecordMetadata};
+use capcat_proto::demand::DemandEvent;
+use capcat_proto::{CaptureDescriptor, Lease};
+use capcat_s3::PackStore;
+use capcat_s3::reconcile::VerifiedPack;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::catalog::CatalogClient;
+use crate::config::ValidConfig;
+use crate::demand::DemandPublisher;
+use crate::error::{FlushError, SinkError, StartError};
+use crate::snapshot::{RejectedPack, Snapshot};
+use crate::spool::Spool;
+
+/// A pack uploaded and verified, owed to the catalog.
+#[derive(Clone, Debug)]
+pub(crate) struct Owed {
+    pub(crate) descriptors: Vec<CaptureDescriptor>,
+    /// Times the indexer refused this pack on its own.
+    pub(crate) refusals: u32,
+}
+
+/// The mutable state the cycle, the reconciler and flush share.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) owed: BTreeMap<Uuid, Owed>,
+    /// Packs the reconciler found in the store and not in the inventory,
+    /// waiting for the cycle to fetch and index them.
+    pub(crate) recovered: VecDeque<VerifiedPack>,
+    pub(crate) rejected: BTreeMap<Uuid, String>,
+    /// Set-aside packs no flush has reported yet.
+    pub(crate) unreported: BTreeSet<Uuid>,
+    pub(crate) snapshot: Snapshot,
+}
+
+impl State {
+    pub(crate) fn set_aside(&mut self, pack_id: Uuid, reason: String) {
+        tracing::error!(%pack_id, %reason, "pack set aside: it stays in the store and leaves the flush boundary");
+        self.owed.remove(&pack_id);
+        self.rejected.insert(pack_id, reason);
+        self.unreported.insert(pack_id);
+    }
+}
+
+/// The sink's open pack.
+#[derive(Debug, Default)]
+struct SinkState {
+    writer: Option<PackWriter>,
+    closed: bool,
+}
+
+/// What everything in the service shares.
+#[derive(Debug)]
+pub(crate) struct Inner<S> {
+    pub(crate) cfg: ValidConfig,
+    pub(crate) store: S,
+    pub(crate) catalog: CatalogClient,
+    pub(crate) spool: Spool,
+    pub(crate) state: Mutex<State>,
+    /// The publisher lease. Held across every publish and every reconcile
+    /// query, and by the keep-alive while it renews, so they serialize.
+    pub(crate) lease: tokio::sync::Mutex<Option<Lease>>,
+    /// One cycle at a time.
+    pub(crate) cycle_lock: tokio::sync::Mutex<()>,
+    /// Bumped after every cycle and every reconcile pass.
+    pub(crate) progress: watch::Sender<u64>,
+    /// Wakes the cycle loop early (flush).
+    pub(crate) wake: Notify,
+    pub(crate) stop: watch::Sender<bool>,
+    pub(crate) demand: DemandPublisher,
+    sink: Mutex<SinkState>,
+    /// The demand epoch (start time, ms) and generations.
+    pub(crate) epoch: u64,
+    pub(crate) sealed_generation: AtomicU64,
+    pub(crate) merged_generation: AtomicU64,
+}
+
+impl<S> Inner<S> {
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves counters, never a broken
+        // invariant the next holder could trip on, so poisoning is ignored.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn shard_id(&self) -> String {
+        self.cfg.raw.holder.clone()
+    }
+
+    pub(crate) fn record_error(&self, error: &dyn std::fmt::Display) {
+        self.lock_state().snapshot.last_error = Some(error.to_string());
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// What a successful flush reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlushReport {
+    /// Packs that were sealed before the call and are now queryable.
+    pub packs: usize,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// What `close` reports.
+#[derive(Debug)]
+pub struct CloseReport {
+    /// The final flush.
+    pub flush: Result<FlushReport, FlushError>,
+    /// Whether the lease was released (else it expires on its own).
+    pub lease_released: bool,
+}
+
+/// The storage service: spool -> store -> catalog in one process.
+///
+/// Dropping a running service without [`Service::close`] stops its tasks
+/// without waiting for them (the lease then expires on its own), so a drop
+/// never blocks the dropping thread.
+#[derive(Debug)]
+pub struct Service<S: PackStore + Clone + 'static> {
+    inner: Arc<Inner<S>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
+    /// Starts the service: opens the spool (sweeping stale `.open` files
+    /// when it owns it), ensures the schema, takes the publisher lease,
+    /// reconciles when configured, then runs the cycle loop and the lease
+    /// keep-alive.
+    ///
+    /// # Errors
+    /// A refused schema, a lease held by someone else, a spool that cannot
+    /// be opened.
+    pub async fn start(
+        cfg: ValidConfig,
+        store: S,
+        catalog: CatalogClient,
+    ) -> Result<Self, StartError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoRuntime)?;
+        let spool = Spool::open(&cfg.raw.spool_dir)?;
+        if cfg.raw.owns_spool {
+            // Safe only now: no sink of ours is open yet, and owning the
+            // spool means no other process writes into it.
+            let swept = spool.sweep_stale_open()?;
+            if swept > 0 {
+                tracing::info!(swept, "swept stale .open files at start");
+            }
+        }
+        let outcome = catalog.ensure_schema().await?;
+        tracing::info!(
+            ?outcome,
+            prefix = cfg.tables.prefix(),
+            "catalog schema ready"
+        );
+        let lease = catalog.acquire(&cfg.raw.holder, None).await?;
+        tracing::info!(lease_id = %lease.lease_id, term = lease.term, "publisher lease acquired");
+        let demand = DemandPublisher::new(
+            catalog.clone(),
+            cfg.raw.demand_max_in_flight,
+            cfg.demand_publish_timeout,
+            runtime.clone(),
+        );
+        let (progress, _) = watch::channel(0);
+        let (stop, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            cfg,
+            store,
+            catalog,
+            spool,
+            state: Mutex::new(State::default()),
+            lease: tokio::sync::Mutex::new(Some(lease)),
+            cycle_lock: tokio::sync::Mutex::new(()),
+            progress,
+            wake: Notify::new(),
+            stop,
+            demand,
+            sink: Mutex::new(SinkState::default()),
+            epoch: now_ms(),
+            sealed_generation: AtomicU64::new(0),
+            merged_generation: AtomicU64::new(0),
+        });
+        if inner.cfg.raw.reconcile_on_start {
+            if let Err(error) = inner.reconcile().await {
+                tracing::warn!(%error, "reconcile at start failed; packs it would find wait for the next pass");
+                inner.record_error(&error);
+            }
+        }
+        let cycle = runtime.spawn(Arc::clone(&inner).cycle_loop());
+        let keeper = runtime.spawn(Arc::clone(&inner).lease_keeper());
+        Ok(Self {
+            inner,
+            tasks: Mutex::new(vec![cycle, keeper]),
+        })
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ValidConfig {
+        &self.inner.cfg
+    }
+
+    /// The catalog this service publishes to.
+    #[must_use]
+    pub fn catalog(&self) -> &CatalogClient {
+        &self.inner.catalog
+    }
+
+    /// The store packs are uploaded to.
+    #[must_use]
+    pub fn store(&self) -> &S {
+        &self.inner.store
+    }
+
+    /// The spool.
+    #[must_use]
+    pub fn spool(&self) -> &Spool {
+        &self.inner.spool
+    }
+
+    /// Appends one record to the sink's open pack, sealing it into the spool
+    /// when it reaches `max_pack_records`. Returns the id of a pack sealed by
+    /// this call.
+    ///
+    /// # Errors
+    /// The record is refused (the pack is unchanged), or the sealed pack
+    /// could not be written to the spool.
+    pub fn append(
+        &self,
+        metadata: RecordMetadata,
+        payload: impl Into<Bytes>,
+    ) -> Result<Option<Uuid>, SinkError> {
+        let mut sink = self
+            .inner
+            .sink
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if sink.closed {
+            return Err(SinkError::Closed);
+        }
+        let raw = &self.inner.cfg.raw;
+        let limits = PackLimits::new(raw.max_pack_records, raw.max_pack_payload_bytes)?;
+        let payload = payload.into();
+        let writer = sink
+            .writer
+            .get_or_insert_with(|| PackWriter::new(Uuid::new_v4(), limits));
+        match writer.append(metadata.clone(), payload.clone()) {
+            Ok(_) => {}
+            Err(capcat_pack::PackError::TooManyBytes { .. }) if !writer.is_empty() => {
+                // The open pack is full by bytes: seal it and start another.
+                self.seal_locked(&mut sink)?;
+                sink.writer
+                    .get_or_insert_with(|| PackWriter::new(Uuid::new_v4(), limits))
+                    .append(metadata, payload)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if sink
+            .writer
+            .as_ref()
+            .is_some_and(|w| w.len() >= raw.max_pack_records)
+        {
+            return self.seal_locked(&mut sink);
+        }
+        Ok(None)
+    }
+
+    /// Seals the sink's open pack into the spool, if it holds any record.
+    ///
+    /// # Errors
+    /// The pack could not be sealed or written.
+    pub fn seal(&self) -> Result<Option<Uuid>, SinkError> {
+        let mut sink = self
+            .inner
+            .sink
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.seal_locked(&mut sink)
+    }
+
+    fn seal_locked(&self, sink: &mut SinkState) -> Result<Option<Uuid>, SinkError> {
+        let Some(writer) = sink.writer.take() else {
+            return Ok(None);
+        };
+        if writer.is_empty() {
+            return Ok(None);
+        }
+        let sealed = writer.seal()?;
+        let pack_id = sealed.info.pack_id;
+        self.inner.spool.write_sealed(pack_id, &sealed.bytes)?;
+        let generation = self.inner.sealed_generation.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::debug!(%pack_id, bytes = sealed.bytes.len(), "sealed a pack into the spool");
+        self.inner.demand.publish(DemandEvent::writer_sealed(
+            self.inner.shard_id(),
+            self.inner.epoch,
+            generation,
+            sealed.info.byte_length,
+            now_ms(),
+        ));
+        Ok(Some(pack_id))
+    }
+
+    /// Seals the sink, then waits until every pack sealed before the call is
+    /// queryable, or `deadline` passes, or packs were set aside.
+    ///
+    /// Returns at the deadline whatever a cycle is doing: the flush waits on
+    /// the cycle loop's progress, never on a cycle itself.
+    ///
+    /// # Errors
+    /// [`FlushError::NotDrained`] at the deadline, [`FlushError::SetAside`]
+    /// (once per set-aside pack), [`FlushError::Stopped`].
+    pub async fn flush(&self, deadline: Duration) -> Result<FlushReport, FlushError> {
+        let started = Instant::now();
+        let until = tokio::time::Instant::now() + deadline;
+        self.seal().map_err(|e| FlushError::Seal(e.to_string()))?;
+        if *self.inner.stop.borrow() {
+            return Err(FlushError::Stopped);
+        }
+        let inner = &self.inner;
+        let listed = inner
+            .spool
+            .list_ready(usize::MAX)
+            .map_err(|e| FlushError::Seal(e.to_string()))?;
+        let mut boundary: BTreeSet<Uuid> = listed.ready.iter().map(|p| p.pack_id).collect();
+        {
+            let state = inner.lock_state();
+            boundary.extend(state.owed.keys().copied());
+            boundary.extend(state.recovered.iter().map(|p| p.key.pack_id()));
+        }
+        let total = boundary.len();
+        let mut progress = inner.progress.subscribe();
+        inner.wake.notify_one();
+        loop {
+            let pending = {
+                let state = inner.lock_state();
+                boundary.retain(|id| {
+                    !state.rejected.contains_key(id)
+                        && (state.owed.contains_key(id)
+                            || inner.spool.is_ready(*id)
+                            || state.recovered.iter().any(|p| p.key.pack_id() == *id))
+                });
+                boundary.len()
+            };
+            if pending == 0 {
+                let set_aside = self.take_unreported();
+                if !set_aside.is_empty() {
+                    return Err(FlushError::SetAside { packs: set_aside });
+                }
+                return Ok(FlushReport {
+                    packs: total,
+                    elapsed: started.elapsed(),
+                });
+            }
+            match tokio::time::timeout_at(until, progress.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(FlushError::Stopped),
+                Err(_) => {
+                    let set_aside = self.take_unreported();
+                    let last_error = inner.lock_state().snapshot.last_error.clone();
+                    return Err(FlushError::NotDrained {
+                        waited: started.elapsed(),
+                        pending,
+                        set_aside,
+                        last_error,
+                    });
+                }
+            }
+        }
+    }
+
+    fn take_unreported(&self) -> Vec<Uuid> {
+        std::mem::take(&mut self.inner.lock_state().unreported)
+            .into_iter()
+            .collect()
+    }
+
+    /// The counters and state now.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        let state = self.inner.lock_state();
+        let mut snapshot = state.snapshot.clone();
+        snapshot.pending_index = state.owed.len();
+        snapshot.rejected_packs = state
+            .rejected
+            .iter()
+            .map(|(pack_id, reason)| RejectedPack {
+                pack_id: *pack_id,
+                reason: reason.clone(),
+            })
+            .collect();
+        drop(state);
+        snapshot.lease_held = self.inner.lease.try_lock().map_or(true, |l| l.is_some());
+        snapshot.demand = self.inner.demand.counters();
+        snapshot
+    }
+
+    /// Seals the sink, flushes within `close_flush_timeout`, stops the
+    /// cycle loop and the keep-alive, and releases the lease. Best effort
+    /// after the flush: every step runs even when an earlier one failed.
+    pub async fn close(self) -> CloseReport {
+        let flush = self.flush(self.inner.cfg.close_flush_timeout).await;
+        if let Err(error) = &flush {
+            tracing::warn!(%error, "final flush did not drain; what is left stays in the spool or the store");
+        }
+        self.inner
+            .sink
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .closed = true;
+        self.inner.stop.send_replace(true);
+        self.inner.wake.notify_one();
+        let tasks = std::mem::take(
+            &mut *self
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let grace = self.inner.cfg.catalog_request_timeout + Duration::from_secs(1);
+        for task in tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(grace, task).await.is_err() {
+                abort.abort();
+            }
+        }
+        let lease = self.inner.lease.lock().await.take();
+        let lease_released = match lease {
+            Some(lease) => match self.inner.catalog.release(lease).await {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::warn!(%error, "lease release failed; it expires on its own");
+                    false
+                }
+            },
+            None => false,
+        };
+        CloseReport {
+            flush,
+            lease_released,
+        }
+    }
+}
+
+impl<S: PackStore + Clone + 'static> Drop for Service<S> {
+    fn drop(&mut self) {
+        // Never waits: the tasks are told to stop and aborted at their next
+        // await point; a lease not released expires after its TTL.
+        self.inner.stop.send_replace(true);
+        for task in self
+            .tasks
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+}

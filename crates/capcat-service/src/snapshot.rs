@@ -1,0 +1,57 @@
+//! What the service reports about itself.
+
+use uuid::Uuid;
+
+use crate::demand::DemandCounters;
+
+/// A pack set aside: in the store, out of the flush boundary, never indexed
+/// by this process again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectedPack {
+    /// The pack.
+    pub pack_id: Uuid,
+    /// Why it was set aside.
+    pub reason: String,
+}
+
+/// The service's counters and state at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// Packs uploaded (and verified) by this process.
+    pub uploaded: u64,
+    /// Packs indexed (published and recorded) by this process.
+    pub indexed: u64,
+    /// Packs uploaded but owed to the catalog.
+    pub pending_index: usize,
+    /// Sealed packs waiting in the spool at the last listing.
+    pub spool_ready: usize,
+    /// Packs an index pass found already committed (replays, skipped).
+    pub replays_skipped: u64,
+    /// Packs set aside.
+    pub rejected_packs: Vec<RejectedPack>,
+    /// Batches halved because the indexer refused them as too large.
+    pub batch_splits: u64,
+    /// Objects under the prefix that are not packs of this catalog.
+    pub reconcile_skipped_objects: u64,
+    /// HEADs that failed during reconciliation (left for the next pass).
+    pub reconcile_head_errors: u64,
+    /// Packs the reconciler found uploaded but not indexed.
+    pub reconcile_recovered: u64,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Cycles that failed.
+    pub failed_cycles: u64,
+    /// Lease renewals that succeeded.
+    pub lease_renewals: u64,
+    /// Lease renewals that failed.
+    pub lease_renewal_failures: u64,
+    /// Whether the lease is held right now.
+    pub lease_held: bool,
+    /// The last error, if any cycle or renewal failed since start.
+    pub last_error: Option<String>,
+    /// Whether the last cycle found nothing in the spool and nothing owed.
+    pub drained: bool,
+    /// The demand publisher's counters.
+    pub demand: DemandCounters,
+}

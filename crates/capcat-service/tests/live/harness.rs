@@ -1,0 +1,348 @@
+//! Shared pieces of the live tests: the embedded engine behind its HTTP
+//! front, a TCP proxy the test switches, packs, and read-back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use capcat_chdb::Engine;
+use capcat_chdb::HttpFront;
+use capcat_clickhouse::{Http, HttpOptions, Transport};
+use capcat_pack::{CaptureIdentity, Dtype, PackLimits, PackWriter, RecordMetadata, SealedPack};
+use capcat_proto::CaptureDescriptor;
+use capcat_proto::reader::{PageSize, SearchFilter, SearchQuery};
+use capcat_s3::{LocalStore, PackKey, PackStore};
+use capcat_service::{CatalogClient, ServiceConfig, ValidConfig};
+use tokio::io::AsyncWriteExt as _;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// The engine of this test process (libchdb serves one data path per
+/// process; every test uses its own table prefix inside it).
+pub fn engine(test: &str) -> Option<Engine> {
+    static ENGINE: OnceLock<(Engine, tempfile::TempDir)> = OnceLock::new();
+    if std::env::var_os("CAPCAT_LIBCHDB").is_none() {
+        if std::env::var("CAPCAT_REQUIRE_ENGINES").as_deref() == Ok("1") {
+            panic!("{test}: CAPCAT_LIBCHDB is not set and CAPCAT_REQUIRE_ENGINES=1");
+        }
+        println!("{test}: skipped: CAPCAT_LIBCHDB is not set (run `cargo xtask fetch-engine`)");
+        return None;
+    }
+    let (engine, _) = ENGINE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("engine dir");
+        let engine = Engine::open(dir.path().join("chdb")).expect("open the embedded engine");
+        (engine, dir)
+    });
+    Some(engine.clone())
+}
+
+/// What the proxy does with connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Forward both ways.
+    Forward,
+    /// Close every connection at once (connection reset / refused).
+    Cut,
+    /// Accept and hold every connection, answering nothing.
+    Stall,
+}
+
+/// A TCP proxy in front of a server: a real connection switch.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    mode: watch::Sender<Mode>,
+}
+
+impl Proxy {
+    pub async fn start(upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy addr");
+        let (mode, _) = watch::channel(Mode::Forward);
+        let modes = mode.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut rx = modes.subscribe();
+                let now = *rx.borrow_and_update();
+                tokio::spawn(async move {
+                    match now {
+                        Mode::Cut => {
+                            let _ = client.shutdown().await;
+                        }
+                        Mode::Stall => {
+                            // Held until the mode changes, answering nothing.
+                            let _ = rx.changed().await;
+                        }
+                        Mode::Forward => {
+                            let Ok(mut server) = TcpStream::connect(upstream).await else {
+                                return;
+                            };
+                            tokio::select! {
+                                _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                                // A switch away from forwarding cuts live connections too.
+                                _ = async { while rx.changed().await.is_ok() { if *rx.borrow() != Mode::Forward { break } } } => {}
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        Self { addr, mode }
+    }
+
+    pub fn set(&self, mode: Mode) {
+        self.mode.send_replace(mode);
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// The catalog of one test: the engine's HTTP front behind a proxy.
+pub struct Catalog {
+    pub proxy: Proxy,
+    pub _front: HttpFront,
+    pub client: CatalogClient,
+    pub direct: CatalogClient,
+}
+
+pub async fn catalog(engine: &Engine, cfg: &ValidConfig) -> Catalog {
+    let (front_addr, front) = HttpFront::start(engine.clone())
+        .await
+        .expect("start the HTTP front");
+    let proxy = Proxy::start(front_addr).await;
+    let options = HttpOptions {
+        connect_timeout: cfg.catalog_connect_timeout,
+        request_timeout: cfg.catalog_request_timeout,
+        ..HttpOptions::default()
+    };
+    let http: Arc<dyn Transport> =
+        Arc::new(Http::new(&proxy.url(), options.clone()).expect("http transport"));
+    let direct: Arc<dyn Transport> =
+        Arc::new(Http::new(&format!("http://{front_addr}"), options).expect("http transport"));
+    Catalog {
+        client: CatalogClient::new(http, cfg.tables.clone(), cfg.protocol.clone()),
+        direct: CatalogClient::new(direct, cfg.tables.clone(), cfg.protocol.clone()),
+        proxy,
+        _front: front,
+    }
+}
+
+/// A configuration for a test: its own prefix and spool, short timers.
+pub fn config(test: &str, root: &std::path::Path) -> ServiceConfig {
+    let suffix = &Uuid::new_v4().simple().to_string()[..8];
+    ServiceConfig {
+        spool_dir: root.join("spool"),
+        catalog_prefix: format!("t_{test}_{suffix}"),
+        store_id: "local".to_owned(),
+        holder: format!("{test}-holder"),
+        poll_interval_s: 0.02,
+        max_backoff_s: 0.5,
+        lease_ttl_s: 6.0,
+        publish_timeout_s: 2.0,
+        catalog_connect_timeout_s: 1.0,
+        catalog_request_timeout_s: 1.5,
+        close_flush_timeout_s: 5.0,
+        ..ServiceConfig::default()
+    }
+}
+
+pub fn local_store(root: &std::path::Path) -> LocalStore {
+    LocalStore::open(root.join("store")).expect("local store")
+}
+
+/// The tenant of every test record.
+pub const TENANT: &str = "tenant";
+
+/// A pack of `records` f32 records of `elements` each, run `run`.
+pub fn pack(run: &str, records: usize, elements: u64) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
+    let limits = PackLimits::new(records.max(1), u64::MAX / 2).expect("limits");
+    let mut writer = PackWriter::new(Uuid::new_v4(), limits);
+    let mut payloads = BTreeMap::new();
+    for i in 0..records {
+        let capture_id = Uuid::new_v4();
+        let payload: Vec<u8> = (0..elements)
+            .flat_map(|e| ((i as f32) + (e as f32) * 0.5).to_le_bytes())
+            .collect();
+        let metadata = RecordMetadata {
+            identity: CaptureIdentity {
+                tenant_id: TENANT.to_owned(),
+                experiment_id: "exp".to_owned(),
+                run_id: run.to_owned(),
+                captured_at_ns: 1_000 + i as u64,
+                capture_id,
+            },
+            model: "m".to_owned(),
+            module_path: format!("layers.{i}"),
+            hook: "forward".to_owned(),
+            step: i as u64,
+            tensor_name: format!("layers.{i}.out"),
+            dtype: Dtype::F32,
+            shape: vec![elements],
+            tags: BTreeMap::new(),
+        };
+        let payload = Bytes::from(payload);
+        writer.append(metadata, payload.clone()).expect("append");
+        payloads.insert(capture_id, payload);
+    }
+    (writer.seal().expect("seal"), payloads)
+}
+
+/// Every record of `run`, read through the catalog.
+pub async fn search_run(catalog: &CatalogClient, run: &str) -> Vec<CaptureDescriptor> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..1000 {
+        let page = catalog
+            .search(SearchQuery {
+                filter: SearchFilter {
+                    tenant_id: TENANT.to_owned(),
+                    run_id: Some(run.to_owned()),
+                    ..SearchFilter::default()
+                },
+                cursor,
+                page_size: PageSize::new(1000).expect("page size"),
+            })
+            .await
+            .expect("search");
+        out.extend(page.records);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return out,
+        }
+    }
+    panic!("search did not end");
+}
+
+/// Reads every record back from the store and compares it with what was
+/// captured; returns how many matched. Panics on any difference or duplicate.
+pub async fn read_back<S: PackStore>(
+    store: &S,
+    cfg: &ValidConfig,
+    rows: &[CaptureDescriptor],
+    expected: &BTreeMap<Uuid, Bytes>,
+) -> usize {
+    let ids: BTreeSet<Uuid> = rows.iter().map(|d| d.capture_id).collect();
+    assert_eq!(
+        ids.len(),
+        rows.len(),
+        "a capture appears twice in the results"
+    );
+    for d in rows {
+        let key = PackKey::new(cfg.prefix.clone(), d.locator.pack_id).object_key();
+        let range = capcat_s3::ByteRange::new(
+            d.locator.payload_offset,
+            d.locator.payload_offset + d.locator.payload_length,
+        )
+        .expect("range");
+        let bytes = store.get_range(&key, range).await.expect("ranged read");
+        assert_eq!(
+            Some(&bytes),
+            expected.get(&d.capture_id),
+            "capture {} differs",
+            d.capture_id
+        );
+    }
+    rows.len()
+}
+
+/// Waits (bounded) until `check` holds.
+pub async fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let until = tokio::time::Instant::now() + timeout;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The S3 test server (`CAPCAT_S3_SERVER_BIN`) behind a proxy, with a store
+/// pointing at the proxy. Killed when dropped.
+pub struct S3Server {
+    child: std::process::Child,
+    _data: tempfile::TempDir,
+    pub proxy: Proxy,
+    pub store: capcat_s3::S3Store,
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub async fn s3_server(test: &str) -> Option<S3Server> {
+    use std::io::BufRead as _;
+    let Some(binary) = std::env::var_os("CAPCAT_S3_SERVER_BIN").filter(|b| !b.is_empty()) else {
+        if std::env::var("CAPCAT_REQUIRE_ENGINES").as_deref() == Ok("1") {
+            panic!("{test}: CAPCAT_S3_SERVER_BIN is not set and CAPCAT_REQUIRE_ENGINES=1");
+        }
+        println!(
+            "{test}: skipped: CAPCAT_S3_SERVER_BIN is not set (run `cargo xtask build-s3-server`)"
+        );
+        return None;
+    };
+    let data = tempfile::tempdir().expect("server data");
+    let (access, secret) = ("capcat-test-access", "capcat-test-secret");
+    let mut child = std::process::Command::new(binary)
+        .arg("--root")
+        .arg(data.path())
+        .args([
+            "--port",
+            "0",
+            "--access-key",
+            access,
+            "--secret-key",
+            secret,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start the S3 test server");
+    let stdout = child.stdout.take().expect("piped");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("address line");
+    let addr: SocketAddr = line.trim().parse().expect("address");
+    let proxy = Proxy::start(addr).await;
+    let bucket = format!("capcat-{}", test.replace('_', "-"));
+    let mut config = capcat_s3::S3Config::new(
+        proxy.url(),
+        "us-east-1",
+        bucket,
+        capcat_s3::S3Credentials::new_static(access, secret),
+    );
+    config.allow_http = true;
+    config.timeouts = capcat_s3::S3Timeouts {
+        connect: Duration::from_secs(1),
+        read: Duration::from_secs(2),
+        attempt: Duration::from_secs(5),
+        operation: Duration::from_secs(10),
+    };
+    config.retry = capcat_s3::S3Retry {
+        max_attempts: 1,
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(100),
+    };
+    let store = capcat_s3::S3Store::new(&config).expect("s3 config");
+    store.create_bucket().await.expect("create bucket");
+    Some(S3Server {
+        child,
+        _data: data,
+        proxy,
+        store,
+    })
+}

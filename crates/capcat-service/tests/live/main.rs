@@ -1,0 +1,9 @@
+//! Live tests of the storage service against the real embedded ClickHouse
+//! engine (through its HTTP front, behind a TCP proxy each test switches)
+//! and real stores. Skipped (with a line saying so) without
+//! `CAPCAT_LIBCHDB`, unless `CAPCAT_REQUIRE_ENGINES=1`.
+
+#![allow(clippy::unwrap_used, unreachable_pub, missing_debug_implementations)]
+
+mod harness;
+mod seeds;
