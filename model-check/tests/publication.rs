@@ -253,11 +253,11 @@ fn inventory_before_publish_is_found() {
     );
 }
 
-/// capcat-proto's PRODUCTION acquire takes a contested live head term at
-/// once. The model finds a pinned snapshot growing; every other result in
-/// this file runs with the fix `Config::with_wait_out_contested_term`.
+/// An acquire that takes a contested live head term at once (capcat-proto's
+/// acquire until the model found this; now only
+/// `Config::with_wait_out_contested_term(false)`) grows a pinned snapshot.
 #[test]
-fn production_acquire_taking_a_contested_term_at_once_is_found() {
+fn acquire_taking_a_contested_term_at_once_is_found() {
     assert_found(
         ci(Design::ContestedTermTakenAtOnce),
         n::PINNED_SNAPSHOT_NEVER_GROWS,
@@ -265,7 +265,7 @@ fn production_acquire_taking_a_contested_term_at_once_is_found() {
     );
 }
 
-/// A finding that the proposed acquire fix does NOT close: a claimant
+/// A finding the shipped design (with the acquire fix) still has: a claimant
 /// whose renewal lost a contested term still owns a live row carrying its
 /// lease_id, so its fenced release passes and writes a tombstone at
 /// `max(term) + 1` computed at evaluation; a new holder claims that term

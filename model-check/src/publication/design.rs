@@ -31,9 +31,9 @@ pub enum Design {
     CapAtLeastTtl,
     /// The index pass records the inventory before publishing.
     InventoryBeforePublish,
-    /// An acquire takes a contested live head term at once. This is what
-    /// capcat-proto's production acquire does today; every other design
-    /// runs with the proposed fix (`Config::with_wait_out_contested_term`).
+    /// An acquire takes a contested live head term at once (capcat-proto's
+    /// acquire before it adopted the fix the model found; restored with
+    /// `Config::with_wait_out_contested_term(false)`).
     ContestedTermTakenAtOnce,
 }
 
@@ -82,8 +82,8 @@ impl Design {
     /// (a membership predicate, an unchecked cap, a re-acquire that forgets
     /// its lease) run the shipped machines and are swapped in by the model
     /// through capcat-proto's `mutations` hooks, never by copying SQL.
-    /// `ContestedTermTakenAtOnce` is capcat-proto's production acquire; every
-    /// other design runs with the fix (see [`Design::waits_out_contested_term`]).
+    /// `ContestedTermTakenAtOnce` is the shipped machines with the old
+    /// acquire (see [`Design::waits_out_contested_term`]).
     pub fn proto_variant(self) -> Variant {
         match self {
             Design::BarrierOnly => Variant::BarrierOnly,
@@ -103,9 +103,9 @@ impl Design {
 }
 
 impl Design {
-    /// Whether the machines run with capcat-proto's proposed acquire fix
-    /// (`Config::with_wait_out_contested_term`): every design but
-    /// `ContestedTermTakenAtOnce`, which is the production acquire.
+    /// Whether the acquire waits out a contested live head (capcat-proto's
+    /// shipped behaviour, set explicitly so the model does not depend on the
+    /// default): every design but `ContestedTermTakenAtOnce`.
     pub fn waits_out_contested_term(self) -> bool {
         self != Design::ContestedTermTakenAtOnce
     }
