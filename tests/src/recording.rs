@@ -15,7 +15,7 @@
 //! nothing.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -65,13 +65,15 @@ pub struct RecordingTransport {
     rng: Mutex<Rng>,
     pass: AtomicU64,
     stalled: Mutex<BTreeSet<Uuid>>,
+    stop: Arc<AtomicBool>,
 }
 
 /// `pass` value meaning "not in a pass".
 const NO_PASS: u64 = u64::MAX;
 
 impl RecordingTransport {
-    /// A transport for `actor` over `inner`, recording into `ledger`.
+    /// A transport for `actor` over `inner`, recording into `ledger`. A
+    /// stall ends early once `stop` is set (the run is ending).
     pub fn new(
         inner: Embedded,
         tables: Tables,
@@ -79,6 +81,7 @@ impl RecordingTransport {
         ledger: Arc<Ledger>,
         plan: StallPlan,
         rng: Rng,
+        stop: Arc<AtomicBool>,
     ) -> Self {
         Self {
             inner,
@@ -89,6 +92,7 @@ impl RecordingTransport {
             rng: Mutex::new(rng),
             pass: AtomicU64::new(NO_PASS),
             stalled: Mutex::new(BTreeSet::new()),
+            stop,
         }
     }
 
@@ -136,6 +140,9 @@ impl RecordingTransport {
         let polls = (self.plan.max_stall.as_millis() / STALL_POLL.as_millis()).max(1);
         let head = capcat_proto::lease::sql::read_head(&self.tables);
         for _ in 0..polls {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
             tokio::time::sleep(STALL_POLL).await;
             let Ok(Rows(rows)) = self.inner.execute(&head).await else {
                 continue;

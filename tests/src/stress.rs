@@ -38,6 +38,11 @@ use crate::rng::Rng;
 /// Upper bound on one publisher's loop iterations (acquire tries and
 /// passes); the pass count and the time budget end a run long before.
 const MAX_PUBLISHER_STEPS: u32 = 1_000_000;
+/// The window (ms) in which a publisher refused by a live holder asks again.
+const HELD_WAIT_MS: (u64, u64) = (50, 800);
+/// The pause (ms) between a reader's iterations: readers observe; paced
+/// faster, they take the engine from the publishers whose races they watch.
+const READER_PAUSE_MS: (u64, u64) = (20, 60);
 /// Upper bound on one reader's iterations.
 const MAX_READER_STEPS: u32 = 1_000_000;
 /// Most capture ids one lookup asks for (well under `MAX_LOOKUP_IDS`).
@@ -141,7 +146,7 @@ struct Shared {
     checker: Arc<Checker>,
     stall: StallPlan,
     release_per_mille: u64,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
     next_pass: AtomicU64,
     rounds: u64,
 }
@@ -229,6 +234,7 @@ async fn publisher(shared: Arc<Shared>, index: usize, incarnation: u64, config: 
         Arc::clone(&shared.ledger),
         shared.stall,
         rng.fork(u64::MAX),
+        Arc::clone(&shared.stop),
     ));
     let catalog = Catalog::new(transport.clone(), shared.tables.clone(), config)
         .with_jitter_seed(rng.next_u64());
@@ -246,7 +252,14 @@ async fn publisher(shared: Arc<Shared>, index: usize, incarnation: u64, config: 
                 }
                 Err(CatalogError::Lease(LeaseError::Held { .. })) => {
                     Counters::bump(&counters.held_refusals);
-                    pause(&mut rng, 10, 60).await;
+                    // Ask again at a random moment within a wide window.
+                    // Publishers asking at the same moment (at the holder's
+                    // expiry, or every few ms) claim the same term, contest
+                    // it, and since capcat-proto 4498a74 every contested
+                    // live term is waited out for a whole TTL: runs where the
+                    // waiting publishers polled every 10-60 ms published 1
+                    // pass in 17.
+                    pause(&mut rng, HELD_WAIT_MS.0, HELD_WAIT_MS.1).await;
                 }
                 Err(CatalogError::Lease(LeaseError::Contested { .. })) => {
                     Counters::bump(&counters.contested_claims);
@@ -304,7 +317,7 @@ async fn reader(shared: Arc<Shared>, index: usize, mut rng: Rng) {
         if shared.stopped() {
             break;
         }
-        pause(&mut rng, 2, 15).await;
+        pause(&mut rng, READER_PAUSE_MS.0, READER_PAUSE_MS.1).await;
         let Ok(w) = catalog.pin().await else {
             Counters::bump(&counters.reader_errors);
             continue;
@@ -398,7 +411,7 @@ pub async fn run_stress(
         checker: Arc::clone(&checker),
         stall: opts.stall,
         release_per_mille: opts.release_per_mille,
-        stop: AtomicBool::new(false),
+        stop: Arc::new(AtomicBool::new(false)),
         next_pass: AtomicU64::new(0),
         rounds: opts.rounds,
     });

@@ -24,7 +24,7 @@ const DEFAULT_SEED: u64 = 0x00CA_9CA7_5EED;
 /// Index passes in CI.
 const DEFAULT_ROUNDS: u64 = 80;
 /// The CI time bound (the run stops at whichever bound comes first).
-const DEFAULT_SECS: u64 = 40;
+const DEFAULT_SECS: u64 = 35;
 
 fn env_u64(name: &str) -> Option<u64> {
     let raw = std::env::var(name).ok()?;
@@ -64,12 +64,12 @@ fn options(seed: u64) -> StressOptions {
         publishers: vec![lease(2), lease(2), lease(3)],
         readers: 2,
         stall: StallPlan {
-            takeover_per_mille: 150,
+            takeover_per_mille: 250,
             max_stall: Duration::from_secs(5),
             jitter_ms: 5,
         },
         release_per_mille: 100,
-        crash_every_ms: Some((2_000, 5_000)),
+        crash_every_ms: Some((6_000, 12_000)),
         check_every: Duration::from_secs(1),
         stop_at_first_violation: false,
     }
