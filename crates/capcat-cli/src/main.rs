@@ -2,6 +2,246 @@
 
 #![forbid(unsafe_code)]
 
-fn main() {
-    println!("capcat: not yet implemented");
+mod commands;
+mod demo;
+mod engine_fetch;
+mod target;
+mod workload;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Capcat: tensor captures sealed into packs, stored in an object store and
+/// indexed in a ClickHouse catalog.
+///
+/// Start with `capcat demo`: it runs the whole system on embedded defaults
+/// (a local directory store and the embedded ClickHouse engine) and checks
+/// every record end to end.
+#[derive(Debug, Parser)]
+#[command(name = "capcat", version, about, long_about)]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the catalog and the store are.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Common {
+    /// A service configuration file (TOML; see docs/operations.md). Flags
+    /// override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// The catalog: `embedded:<path>` (libchdb in this process, data at
+    /// <path>) or `http(s)://host:port` (a ClickHouse server).
+    #[arg(long, global = true, default_value = "embedded:capcat-data/catalog")]
+    catalog: String,
+    /// The pack store: `local:<dir>` or
+    /// `s3://bucket?endpoint=http(s)://host:port[&region=...]` (credentials
+    /// from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
+    #[arg(long, global = true, default_value = "local:capcat-data/store")]
+    store: String,
+    /// The catalog prefix: table prefix and store directory `v1/<prefix>/`.
+    #[arg(long, global = true)]
+    prefix: Option<String>,
+    /// The spool directory the service drains.
+    #[arg(long, global = true)]
+    spool: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the whole system on embedded defaults: capture a Qwen2.5-0.5B-
+    /// shaped workload, flush, search, hydrate and verify every record.
+    Demo {
+        /// Directory for the catalog, the store and the spool (a temporary
+        /// directory when omitted). Run twice on one directory: the catalog
+        /// is reused and replayed packs are skipped.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Records to capture.
+        #[arg(long, default_value_t = 12_288)]
+        records: u64,
+        /// Packs to seal them into.
+        #[arg(long, default_value_t = 3)]
+        packs: u64,
+        /// The run id the records carry.
+        #[arg(long, default_value = "run-0001")]
+        run: String,
+    },
+    /// Print every statement the protocol machines run for a prefix.
+    Sql,
+    /// Seal `.safetensors` files of a directory into packs and index them.
+    Ingest {
+        /// The directory holding `.safetensors` files.
+        dir: PathBuf,
+        /// The tenant the captures belong to.
+        #[arg(long, default_value = "default")]
+        tenant: String,
+        /// The experiment.
+        #[arg(long, default_value = "ingest")]
+        experiment: String,
+        /// The run.
+        #[arg(long, default_value = "ingest")]
+        run: String,
+    },
+    /// Search captures (one page; pass --cursor for the next).
+    Search(commands::SearchArgs),
+    /// Look captures up by id.
+    Get {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// Capture ids.
+        #[arg(required = true)]
+        ids: Vec<uuid::Uuid>,
+    },
+    /// Hydrate one capture to a `.npy` file (or raw little-endian bytes).
+    Hydrate {
+        /// The tenant.
+        #[arg(long)]
+        tenant: String,
+        /// The capture id.
+        id: uuid::Uuid,
+        /// The output file (`.npy` writes a NumPy array; anything else the raw bytes).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The spool, the catalog's published head and the demand fold.
+    Status,
+    /// Check or drop the catalog schema.
+    Schema {
+        #[command(subcommand)]
+        action: SchemaAction,
+    },
+    /// Index packs in the store that the catalog does not hold.
+    Reconcile,
+}
+
+#[derive(Debug, Subcommand)]
+enum SchemaAction {
+    /// Create the catalog when absent, or check it is one this build can use.
+    Check,
+    /// Drop every object of the catalog (the packs in the store stay).
+    Drop {
+        /// Required: dropping is not undoable.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum CliError {
+    /// A flag's value is refused.
+    #[error(transparent)]
+    Target(#[from] target::TargetError),
+    /// The configuration is refused.
+    #[error("configuration: {0}")]
+    Config(#[from] capcat_service::ConfigError),
+    /// The service did not start.
+    #[error("service: {0}")]
+    Start(#[from] capcat_service::StartError),
+    /// A flush did not drain.
+    #[error("flush: {0}")]
+    Flush(#[from] capcat_service::FlushError),
+    /// A catalog read failed.
+    #[error("catalog read: {0}")]
+    Reader(#[from] capcat_proto::reader::ReaderError),
+    /// A pack could not be written or read.
+    #[error("pack: {0}")]
+    Pack(#[from] capcat_pack::PackError),
+    /// The spool failed.
+    #[error("spool: {0}")]
+    Spool(#[from] capcat_service::SpoolError),
+    /// A file operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A verification of the demo failed.
+    #[error("verification failed: {0}")]
+    Verify(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl CliError {
+    fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::Io { what, source }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("capcat: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("capcat: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CliError> {
+    let common = cli.common;
+    match cli.command {
+        Command::Demo {
+            dir,
+            records,
+            packs,
+            run,
+        } => {
+            demo::run(demo::DemoOptions {
+                dir,
+                records,
+                packs,
+                run,
+            })
+            .await
+        }
+        Command::Sql => commands::sql(&common),
+        Command::Ingest {
+            dir,
+            tenant,
+            experiment,
+            run,
+        } => commands::ingest(&common, &dir, &tenant, &experiment, &run).await,
+        Command::Search(args) => commands::search(&common, args).await,
+        Command::Get { tenant, ids } => commands::get(&common, &tenant, ids).await,
+        Command::Hydrate { tenant, id, out } => commands::hydrate(&common, &tenant, id, &out).await,
+        Command::Status => commands::status(&common).await,
+        Command::Schema {
+            action: SchemaAction::Check,
+        } => commands::schema_check(&common).await,
+        Command::Schema {
+            action: SchemaAction::Drop { yes },
+        } => commands::schema_drop(&common, yes).await,
+        Command::Reconcile => commands::reconcile(&common).await,
+    }
 }

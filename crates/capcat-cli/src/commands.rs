@@ -1,0 +1,496 @@
+//! The commands other than `demo`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::str::FromStr as _;
+use std::sync::Arc;
+
+use capcat_clickhouse::Transport;
+use capcat_pack::{
+    CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
+};
+use capcat_proto::CaptureDescriptor;
+use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
+use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
+use capcat_service::catalog::describe_statements;
+use capcat_service::{CatalogClient, Service, ServiceConfig, Spool, ValidConfig};
+use uuid::Uuid;
+
+use crate::target::{CatalogTarget, StoreTarget};
+use crate::{CliError, Common};
+
+/// Arguments of `capcat search`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SearchArgs {
+    /// The tenant (required).
+    #[arg(long)]
+    tenant: String,
+    /// Only this experiment.
+    #[arg(long)]
+    experiment: Option<String>,
+    /// Only this run.
+    #[arg(long)]
+    run: Option<String>,
+    /// Only tensor names starting with this (a module path).
+    #[arg(long)]
+    tensor_prefix: Option<String>,
+    /// Only this dtype (F32, BF16, I64, ...).
+    #[arg(long)]
+    dtype: Option<String>,
+    /// Only steps from this one.
+    #[arg(long)]
+    step_from: Option<u64>,
+    /// Only steps up to this one.
+    #[arg(long)]
+    step_until: Option<u64>,
+    /// Rows per page (1 to 5000).
+    #[arg(long, default_value_t = 100)]
+    page_size: u64,
+    /// The cursor a previous page printed.
+    #[arg(long)]
+    cursor: Option<String>,
+}
+
+/// The validated configuration: the file (when given), then the flags.
+fn config(common: &Common) -> Result<(ValidConfig, CatalogTarget, StoreTarget), CliError> {
+    let mut raw = match &common.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(CliError::io("read the configuration file"))?;
+            ServiceConfig::parse_toml(&text)?
+        }
+        None => ServiceConfig {
+            spool_dir: "capcat-data/spool".into(),
+            ..ServiceConfig::default()
+        },
+    };
+    let catalog = CatalogTarget::parse(&common.catalog)?;
+    let store = StoreTarget::parse(&common.store)?;
+    if let Some(prefix) = &common.prefix {
+        raw.catalog_prefix.clone_from(prefix);
+    }
+    if let Some(spool) = &common.spool {
+        raw.spool_dir.clone_from(spool);
+    }
+    raw.store_id = store.store_id();
+    raw.catalog_url = catalog.url();
+    raw.s3_endpoint = store.endpoint();
+    raw.allow_insecure_http = raw
+        .s3_endpoint
+        .as_deref()
+        .is_some_and(|e| e.starts_with("http://"));
+    Ok((raw.validate()?, catalog, store))
+}
+
+fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<CatalogClient, CliError> {
+    let transport: Arc<dyn Transport> =
+        target.open(cfg.catalog_request_timeout, cfg.catalog_connect_timeout)?;
+    Ok(CatalogClient::new(
+        transport,
+        cfg.tables.clone(),
+        cfg.protocol.clone(),
+    ))
+}
+
+/// `capcat sql`.
+pub(crate) fn sql(common: &Common) -> Result<(), CliError> {
+    let (cfg, _, _) = config(common)?;
+    for (name, sql) in describe_statements(&cfg.tables, &cfg.protocol) {
+        println!("-- {name}\n{sql};\n");
+    }
+    Ok(())
+}
+
+fn print_rows(rows: &[CaptureDescriptor]) {
+    for d in rows {
+        println!(
+            "{}  {}/{}/{}  step {:>6}  {:<48} {:<5} {:?}  pack {}",
+            d.capture_id,
+            d.tenant_id,
+            d.experiment_id,
+            d.run_id,
+            d.step,
+            d.tensor_name,
+            d.dtype,
+            d.shape,
+            d.locator.pack_id
+        );
+    }
+}
+
+/// `capcat search`.
+pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliError> {
+    let (cfg, target, _) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let cursor = match &args.cursor {
+        Some(token) => Some(Cursor::from_token(token)?),
+        None => None,
+    };
+    let query = SearchQuery {
+        filter: SearchFilter {
+            tenant_id: args.tenant,
+            experiment_id: args.experiment,
+            run_id: args.run,
+            tensor_name_prefix: args.tensor_prefix,
+            dtype: args.dtype,
+            step: Range {
+                from: args.step_from,
+                until: args.step_until,
+            },
+            ..SearchFilter::default()
+        },
+        cursor,
+        page_size: PageSize::new(args.page_size)?,
+    };
+    let page = catalog.search(query).await?;
+    print_rows(&page.records);
+    eprintln!(
+        "{} record(s) at watermark {}",
+        page.records.len(),
+        page.watermark
+    );
+    if let Some(next) = page.next {
+        println!("next page: --cursor {}", next.to_token());
+    }
+    Ok(())
+}
+
+async fn head_watermark(catalog: &CatalogClient) -> Result<u64, CliError> {
+    let rows = catalog
+        .transport()
+        .execute(&capcat_proto::reader::pin_watermark(catalog.tables()))
+        .await
+        .map_err(|e| CliError::Other(e.to_string()))?;
+    Ok(capcat_proto::reader::decode_watermark(&rows)?)
+}
+
+/// `capcat get`.
+pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
+    let (cfg, target, _) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let watermark = head_watermark(&catalog).await?;
+    let lookup = catalog
+        .get_by_ids(tenant, ids.into_iter().collect(), watermark)
+        .await?;
+    let rows: Vec<_> = lookup.records.values().cloned().collect();
+    print_rows(&rows);
+    for id in &lookup.missing {
+        println!("{id}  not found at watermark {watermark}");
+    }
+    Ok(())
+}
+
+fn npy_descr(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::F64 => "<f8",
+        Dtype::F32 | Dtype::BF16 => "<f4",
+        Dtype::F16 => "<f2",
+        Dtype::I64 => "<i8",
+        Dtype::I32 => "<i4",
+        Dtype::I16 => "<i2",
+        Dtype::I8 => "|i1",
+        Dtype::U8 => "|u1",
+        Dtype::BOOL => "|b1",
+    }
+}
+
+/// A NumPy `.npy` file (version 1.0) of `payload`. NumPy has no bfloat16,
+/// so bf16 is widened to f32 (exactly).
+fn npy(dtype: Dtype, shape: &[u64], payload: &[u8]) -> Vec<u8> {
+    let body: Vec<u8> = if dtype == Dtype::BF16 {
+        payload
+            .chunks_exact(2)
+            .flat_map(|c| {
+                half::bf16::from_le_bytes([c[0], c[1]])
+                    .to_f32()
+                    .to_le_bytes()
+            })
+            .collect()
+    } else {
+        payload.to_vec()
+    };
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape_text = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}",
+        npy_descr(dtype)
+    );
+    // The header is padded so the data starts on a 64-byte boundary.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend(
+        u16::try_from(header.len())
+            .unwrap_or(u16::MAX)
+            .to_le_bytes(),
+    );
+    out.extend(header.as_bytes());
+    out.extend(body);
+    out
+}
+
+/// `capcat hydrate`.
+pub(crate) async fn hydrate(
+    common: &Common,
+    tenant: &str,
+    id: Uuid,
+    out: &Path,
+) -> Result<(), CliError> {
+    let (cfg, target, store_target) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let store = store_target.open()?;
+    let watermark = head_watermark(&catalog).await?;
+    let lookup = catalog
+        .get_by_ids(tenant, BTreeSet::from([id]), watermark)
+        .await?;
+    let d = lookup.records.get(&id).ok_or_else(|| {
+        CliError::Other(format!("capture {id} not found at watermark {watermark}"))
+    })?;
+    let digest = hex::decode(&d.locator.payload_sha256)
+        .ok()
+        .and_then(|v| <[u8; 32]>::try_from(v).ok())
+        .ok_or_else(|| CliError::Verify("bad payload_sha256 in the catalog".to_owned()))?;
+    let locator = RecordLocator {
+        index: 0,
+        capture_id: id,
+        offset: d.locator.payload_offset,
+        length: d.locator.payload_length,
+        sha256: Sha256Digest(digest),
+    };
+    let key = PackKey::new(cfg.prefix.clone(), d.locator.pack_id).object_key();
+    let bytes = if locator.length == 0 {
+        bytes::Bytes::new()
+    } else {
+        let range = ByteRange::new(locator.offset, locator.offset + locator.length)
+            .map_err(|e| CliError::Other(e.to_string()))?;
+        store
+            .get_range(&key, range)
+            .await
+            .map_err(|e| CliError::Other(e.to_string()))?
+    };
+    let payload = verify_hydrated(&locator, bytes)?;
+    let dtype = Dtype::from_str(&d.dtype)?;
+    let data = if out.extension().is_some_and(|e| e == "npy") {
+        npy(dtype, &d.shape, &payload)
+    } else {
+        payload.to_vec()
+    };
+    std::fs::write(out, data).map_err(CliError::io("write the output"))?;
+    println!(
+        "{} ({} {:?}, {} bytes verified) -> {}",
+        d.tensor_name,
+        d.dtype,
+        d.shape,
+        payload.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// `capcat status`.
+pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
+    let (cfg, target, _) = config(common)?;
+    let spool = Spool::open(&cfg.raw.spool_dir)?;
+    let listing = spool.list_ready(0)?;
+    println!(
+        "spool {}: {} sealed pack(s) waiting",
+        cfg.raw.spool_dir.display(),
+        listing.total_ready
+    );
+    let catalog = open_catalog(&cfg, &target)?;
+    match head_watermark(&catalog).await {
+        Ok(w) => println!(
+            "catalog {}: published head (watermark) {w}",
+            cfg.tables.prefix()
+        ),
+        Err(e) => println!("catalog {}: {e}", cfg.tables.prefix()),
+    }
+    match catalog
+        .read_demand(capcat_proto::demand::DEFAULT_READ_LIMIT)
+        .await
+    {
+        Ok(read) => {
+            let now = u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis()),
+            )
+            .unwrap_or(u64::MAX);
+            let status = capcat_proto::demand::status(&read.folded, now);
+            println!(
+                "demand: {} pending pack(s), {} pending byte(s), oldest pending {:?} ms{}",
+                status.total.pending_packs,
+                status.total.pending_bytes,
+                status.total.oldest_pending_ms,
+                if read.truncated {
+                    " (events truncated)"
+                } else {
+                    ""
+                }
+            );
+            for (shard, s) in &status.shards {
+                println!(
+                    "  shard {shard}: {} pending, {} bytes, oldest {:?} ms",
+                    s.pending_packs, s.pending_bytes, s.oldest_pending_ms
+                );
+            }
+        }
+        Err(e) => println!("demand: {e}"),
+    }
+    Ok(())
+}
+
+/// `capcat schema check`.
+pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
+    let (cfg, target, _) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let outcome = catalog
+        .ensure_schema()
+        .await
+        .map_err(|e| CliError::Other(e.to_string()))?;
+    println!("catalog {}: {outcome:?}", cfg.tables.prefix());
+    Ok(())
+}
+
+/// `capcat schema drop`.
+pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliError> {
+    if !yes {
+        return Err(CliError::Other(
+            "schema drop removes the catalog; pass --yes to confirm".to_owned(),
+        ));
+    }
+    let (cfg, target, _) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let n = catalog
+        .drop_schema()
+        .await
+        .map_err(|e| CliError::Other(e.to_string()))?;
+    println!(
+        "catalog {}: {n} object(s) dropped; the packs in the store remain",
+        cfg.tables.prefix()
+    );
+    Ok(())
+}
+
+async fn run_service(
+    cfg: ValidConfig,
+    catalog: CatalogClient,
+    store: AnyStore,
+    work: impl FnOnce(&Service<AnyStore>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let timeout = cfg.close_flush_timeout;
+    let service = Service::start(cfg, store, catalog).await?;
+    let worked = work(&service);
+    let flushed = service.flush(timeout).await;
+    let snapshot = service.snapshot();
+    let close = service.close().await;
+    println!(
+        "uploaded {}, indexed {}, replays skipped {}, recovered by reconcile {}, skipped foreign objects {}, \
+         HEAD errors {}, rejected {}, lease released {}",
+        snapshot.uploaded,
+        snapshot.indexed,
+        snapshot.replays_skipped,
+        snapshot.reconcile_recovered,
+        snapshot.reconcile_skipped_objects,
+        snapshot.reconcile_head_errors,
+        snapshot.rejected_packs.len(),
+        close.lease_released
+    );
+    for r in &snapshot.rejected_packs {
+        println!("  set aside {}: {}", r.pack_id, r.reason);
+    }
+    worked?;
+    flushed?;
+    Ok(())
+}
+
+/// `capcat reconcile`.
+pub(crate) async fn reconcile(common: &Common) -> Result<(), CliError> {
+    let (mut cfg, target, store_target) = config(common)?;
+    cfg.raw.reconcile_on_start = true;
+    let catalog = open_catalog(&cfg, &target)?;
+    let store = store_target.open()?;
+    run_service(cfg, catalog, store, |_| Ok(())).await
+}
+
+/// `capcat ingest`.
+pub(crate) async fn ingest(
+    common: &Common,
+    dir: &Path,
+    tenant: &str,
+    experiment: &str,
+    run: &str,
+) -> Result<(), CliError> {
+    let (cfg, target, store_target) = config(common)?;
+    let catalog = open_catalog(&cfg, &target)?;
+    let store = store_target.open()?;
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(CliError::io("list the ingest directory"))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+        .collect();
+    files.sort();
+    let mut records = Vec::new();
+    for (step, file) in files.iter().enumerate() {
+        let bytes = std::fs::read(file).map_err(CliError::io("read a safetensors file"))?;
+        let tensors = safetensors::SafeTensors::deserialize(&bytes)
+            .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
+        let mut names = tensors.names();
+        names.sort();
+        for name in names {
+            let view = tensors
+                .tensor(name)
+                .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
+            let dtype = Dtype::from_str(&format!("{:?}", view.dtype()))
+                .map_err(|e| CliError::Other(format!("{}: tensor {name}: {e}", file.display())))?;
+            let captured_at_ns = u64::try_from(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            )
+            .unwrap_or(0);
+            let metadata = RecordMetadata {
+                identity: CaptureIdentity {
+                    tenant_id: tenant.to_owned(),
+                    experiment_id: experiment.to_owned(),
+                    run_id: run.to_owned(),
+                    captured_at_ns,
+                    capture_id: Uuid::new_v4(),
+                },
+                model: String::new(),
+                module_path: (*name).to_owned(),
+                hook: "ingest".to_owned(),
+                step: step as u64,
+                tensor_name: (*name).to_owned(),
+                dtype,
+                shape: view.shape().iter().map(|d| *d as u64).collect(),
+                tags: std::collections::BTreeMap::from([(
+                    "source".to_owned(),
+                    file.display().to_string(),
+                )]),
+            };
+            records.push((metadata, bytes::Bytes::copy_from_slice(view.data())));
+        }
+    }
+    println!(
+        "ingesting {} tensor(s) from {} file(s)",
+        records.len(),
+        files.len()
+    );
+    run_service(cfg, catalog, store, move |service| {
+        for (metadata, payload) in records {
+            service
+                .append(metadata, payload)
+                .map_err(|e| CliError::Other(e.to_string()))?;
+        }
+        service.seal().map_err(|e| CliError::Other(e.to_string()))?;
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,382 @@
+//! `capcat demo`: the whole system on embedded defaults, end to end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use capcat_pack::{InMemory, RecordLocator, Sha256Digest, hydrate};
+use capcat_proto::CaptureDescriptor;
+use capcat_proto::reader::{PageSize, SearchFilter, SearchQuery};
+use capcat_s3::{AnyStore, PackKey, PackStore};
+use capcat_service::{CatalogClient, Service, ServiceConfig};
+use indicatif::{ProgressBar, ProgressStyle};
+use uuid::Uuid;
+
+use crate::CliError;
+use crate::target::CatalogTarget;
+use crate::workload;
+
+/// Options of the demo.
+#[derive(Clone, Debug)]
+pub(crate) struct DemoOptions {
+    /// Where everything lives (a temporary directory when `None`).
+    pub dir: Option<PathBuf>,
+    /// Records to capture.
+    pub records: u64,
+    /// Packs to seal them into.
+    pub packs: u64,
+    /// The run id (the same run on the same directory replays).
+    pub run: String,
+}
+
+fn bar(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_owned());
+    bar
+}
+
+fn spinner(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// Runs the demo and prints its summary.
+///
+/// # Errors
+/// Any step failing, named.
+pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
+    let temp;
+    let dir: PathBuf = match &options.dir {
+        Some(dir) => dir.clone(),
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("capcat-demo-")
+                .tempdir()
+                .map_err(CliError::io("tempdir"))?;
+            temp.path().to_owned()
+        }
+    };
+    std::fs::create_dir_all(&dir).map_err(CliError::io("create the demo directory"))?;
+    println!("capcat demo in {}", dir.display());
+    let catalog_path = dir.join("catalog");
+    let store_path = dir.join("store");
+    let spool_path = dir.join("spool");
+
+    let loading = spinner("loading the embedded ClickHouse engine (libchdb)");
+    let engine_started = Instant::now();
+    let transport = CatalogTarget::Embedded(catalog_path.clone())
+        .open(Duration::from_secs(60), Duration::from_secs(10))?;
+    loading.finish_with_message(format!("engine loaded in {:.2?}", engine_started.elapsed()));
+
+    let config = ServiceConfig {
+        spool_dir: spool_path,
+        catalog_prefix: "capcat_demo".to_owned(),
+        store_id: "local".to_owned(),
+        holder: format!("capcat-demo-{}", std::process::id()),
+        poll_interval_s: 0.01,
+        // Short, so a run after a killed one waits seconds, not half a
+        // minute, for the dead process's lease to expire.
+        lease_ttl_s: DEMO_LEASE_TTL_S,
+        publish_timeout_s: 2.0,
+        max_pack_records: usize::try_from(options.records.div_ceil(options.packs.max(1)))
+            .unwrap_or(usize::MAX),
+        ..ServiceConfig::default()
+    }
+    .validate()?;
+    let store = AnyStore::from(
+        capcat_s3::LocalStore::open(store_path).map_err(|e| CliError::Other(e.to_string()))?,
+    );
+    let catalog = CatalogClient::new(transport, config.tables.clone(), config.protocol.clone());
+    let started = Instant::now();
+    let service = start_waiting_out_a_dead_lease(config, store.clone(), catalog.clone()).await?;
+    println!(
+        "service started in {:.2?} (schema, lease, reconcile)",
+        started.elapsed()
+    );
+
+    // Capture: seal the workload into packs in the spool.
+    let capture_started = Instant::now();
+    let per_pack = options.records.div_ceil(options.packs.max(1));
+    let sealing = bar(options.records, "sealing");
+    let mut first = 0;
+    let mut index = 0;
+    let mut pack_bytes = 0;
+    while first < options.records {
+        let count = per_pack.min(options.records - first);
+        let run = options.run.clone();
+        let sealed =
+            tokio::task::spawn_blocking(move || workload::seal_pack(&run, index, first, count))
+                .await
+                .map_err(|e| CliError::Other(e.to_string()))??;
+        pack_bytes += sealed.bytes.len();
+        service
+            .spool()
+            .write_sealed(sealed.info.pack_id, &sealed.bytes)?;
+        sealing.inc(count);
+        first += count;
+        index += 1;
+    }
+    sealing.finish();
+    let sealed_in = capture_started.elapsed();
+
+    // Flush: every pack sealed before the call is queryable.
+    let flushing = spinner("flush: upload, verify, index");
+    let flush_started = Instant::now();
+    let flushed = service.flush(Duration::from_secs(120)).await;
+    let flush_time = flush_started.elapsed();
+    flushing.finish_and_clear();
+    let report = flushed?;
+    let to_queryable = capture_started.elapsed();
+    let snapshot = service.snapshot();
+
+    // Search with filters and pagination.
+    let search_started = Instant::now();
+    let all = search_all(&catalog, &options.run, None).await?;
+    let layer3 = search_all(&catalog, &options.run, Some(("model.layers.3.", "BF16"))).await?;
+    let search_time = search_started.elapsed();
+    if all.len() as u64 != options.records {
+        return Err(CliError::Verify(format!(
+            "search found {} records, expected {}",
+            all.len(),
+            options.records
+        )));
+    }
+    let expected_layer3 = (0..options.records)
+        .filter(|n| {
+            let (m, _) = workload::record(&options.run, *n);
+            m.tensor_name.starts_with("model.layers.3.") && m.dtype == capcat_pack::Dtype::BF16
+        })
+        .count() as u64;
+    let lookup_ids: BTreeSet<Uuid> = all.iter().take(10).map(|d| d.capture_id).collect();
+    let watermark = catalog
+        .search(SearchQuery {
+            filter: filter(&options.run),
+            cursor: None,
+            page_size: PageSize::new(1).map_err(|e| CliError::Other(e.to_string()))?,
+        })
+        .await?
+        .watermark;
+    let lookup = catalog
+        .get_by_ids(workload::TENANT, lookup_ids.clone(), watermark)
+        .await?;
+    if lookup.records.len() != lookup_ids.len() {
+        return Err(CliError::Verify(format!(
+            "get_by_ids found {} of {}",
+            lookup.records.len(),
+            lookup_ids.len()
+        )));
+    }
+
+    // Hydrate and verify every record byte for byte.
+    let hydrate_started = Instant::now();
+    let verified = verify_all(
+        &store,
+        service.config().prefix.clone(),
+        &options.run,
+        options.records,
+        &all,
+    )
+    .await?;
+    let hydrate_time = hydrate_started.elapsed();
+
+    let close = service.close().await;
+    let rate = options.records as f64 / to_queryable.as_secs_f64();
+    println!();
+    println!(
+        "capcat demo: {} records in {} packs ({:.1} MB), Qwen2.5-0.5B-shaped",
+        options.records,
+        index,
+        pack_bytes as f64 / 1e6
+    );
+    println!("  sealed into the spool      {sealed_in:>10.2?}");
+    println!(
+        "  flush (upload+index)       {flush_time:>10.2?}   ({} packs sealed before the flush)",
+        report.packs
+    );
+    println!("  capture -> queryable       {to_queryable:>10.2?}   {rate:.0} records/s");
+    println!(
+        "  search (all + filtered)    {search_time:>10.2?}   {} records; layer 3 bf16: {} (expected {expected_layer3})",
+        all.len(),
+        layer3.len()
+    );
+    println!(
+        "  get_by_ids                 {:>10}   {} of {}",
+        "",
+        lookup.records.len(),
+        lookup_ids.len()
+    );
+    println!(
+        "  hydrate + verify           {hydrate_time:>10.2?}   {verified} records byte-identical"
+    );
+    println!(
+        "  service: uploaded {}, indexed {}, replays skipped {}, batch splits {}, rejected {}, cycles {}",
+        snapshot.uploaded,
+        snapshot.indexed,
+        snapshot.replays_skipped,
+        snapshot.batch_splits,
+        snapshot.rejected_packs.len(),
+        snapshot.cycles
+    );
+    println!(
+        "  close: flush {}, lease released: {}",
+        if close.flush.is_ok() {
+            "ok"
+        } else {
+            "not drained"
+        },
+        close.lease_released
+    );
+    if layer3.len() as u64 != expected_layer3 {
+        return Err(CliError::Verify(format!(
+            "filtered search found {}, expected {expected_layer3}",
+            layer3.len()
+        )));
+    }
+    if options.dir.is_some() {
+        println!(
+            "run `capcat demo --dir {}` again: the catalog is reused and replayed packs are skipped",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The demo's lease TTL in seconds.
+const DEMO_LEASE_TTL_S: f64 = 6.0;
+
+/// Starts the service; when the lease is held (a previous run on this
+/// directory was killed and its lease has not expired), waits it out, once.
+async fn start_waiting_out_a_dead_lease(
+    config: capcat_service::ValidConfig,
+    store: AnyStore,
+    catalog: CatalogClient,
+) -> Result<Service<AnyStore>, CliError> {
+    let until = Instant::now() + Duration::from_secs_f64(DEMO_LEASE_TTL_S * 2.0);
+    let mut announced = false;
+    loop {
+        match Service::start(config.clone(), store.clone(), catalog.clone()).await {
+            Err(capcat_service::StartError::Lease(capcat_proto::LeaseError::Held {
+                holder,
+                ..
+            })) if Instant::now() < until => {
+                if !announced {
+                    println!(
+                        "the publisher lease is held by {holder:?} (a previous run?); waiting for it to expire"
+                    );
+                    announced = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+fn filter(run: &str) -> SearchFilter {
+    SearchFilter {
+        tenant_id: workload::TENANT.to_owned(),
+        experiment_id: Some(workload::EXPERIMENT.to_owned()),
+        run_id: Some(run.to_owned()),
+        ..SearchFilter::default()
+    }
+}
+
+/// Every record of the run (optionally with a tensor-name prefix and
+/// dtype), page by page at one pinned watermark.
+async fn search_all(
+    catalog: &CatalogClient,
+    run: &str,
+    narrow: Option<(&str, &str)>,
+) -> Result<Vec<CaptureDescriptor>, CliError> {
+    let mut filter = filter(run);
+    if let Some((prefix, dtype)) = narrow {
+        filter.tensor_name_prefix = Some(prefix.to_owned());
+        filter.dtype = Some(dtype.to_owned());
+    }
+    let mut out = Vec::new();
+    let mut cursor = None;
+    // Bounded by the page count of the largest demo (and a hard cap).
+    for _ in 0..100_000 {
+        let page = catalog
+            .search(SearchQuery {
+                filter: filter.clone(),
+                cursor,
+                page_size: PageSize::new(1000).map_err(|e| CliError::Other(e.to_string()))?,
+            })
+            .await?;
+        out.extend(page.records);
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(out),
+        }
+    }
+    Err(CliError::Verify(
+        "the search did not end within 100,000 pages".to_owned(),
+    ))
+}
+
+/// Fetches each pack once and hydrates every record from it through its
+/// catalog locator, comparing with the regenerated payload.
+async fn verify_all(
+    store: &AnyStore,
+    prefix: capcat_s3::CatalogPrefix,
+    run: &str,
+    records: u64,
+    found: &[CaptureDescriptor],
+) -> Result<usize, CliError> {
+    let expected: BTreeMap<Uuid, u64> = (0..records)
+        .map(|n| (workload::record(run, n).0.identity.capture_id, n))
+        .collect();
+    let mut by_pack: BTreeMap<Uuid, Vec<&CaptureDescriptor>> = BTreeMap::new();
+    for d in found {
+        by_pack.entry(d.locator.pack_id).or_default().push(d);
+    }
+    let progress = bar(found.len() as u64, "hydrating");
+    let mut verified = 0;
+    for (pack_id, rows) in by_pack {
+        let key = PackKey::new(prefix.clone(), pack_id).object_key();
+        let bytes = store
+            .get(&key)
+            .await
+            .map_err(|e| CliError::Other(e.to_string()))?;
+        let mut source = InMemory(bytes);
+        for (i, d) in rows.iter().enumerate() {
+            let digest = hex::decode(&d.locator.payload_sha256)
+                .ok()
+                .and_then(|v| <[u8; 32]>::try_from(v).ok())
+                .ok_or_else(|| {
+                    CliError::Verify(format!("capture {}: bad payload_sha256", d.capture_id))
+                })?;
+            let locator = RecordLocator {
+                index: i,
+                capture_id: d.capture_id,
+                offset: d.locator.payload_offset,
+                length: d.locator.payload_length,
+                sha256: Sha256Digest(digest),
+            };
+            let payload =
+                hydrate(&mut source, &locator).map_err(|e| CliError::Verify(e.to_string()))?;
+            let n = expected.get(&d.capture_id).ok_or_else(|| {
+                CliError::Verify(format!(
+                    "capture {} is not one the demo wrote",
+                    d.capture_id
+                ))
+            })?;
+            if payload != workload::record(run, *n).1 {
+                return Err(CliError::Verify(format!(
+                    "capture {} differs from what was captured",
+                    d.capture_id
+                )));
+            }
+            verified += 1;
+            progress.inc(1);
+        }
+    }
+    progress.finish();
+    Ok(verified)
+}

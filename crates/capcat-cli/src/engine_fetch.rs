@@ -1,0 +1,140 @@
+//! Finding libchdb, and fetching it when absent: the same steps as
+//! `cargo xtask fetch-engine` (xtask/src/engine.rs), so `capcat demo` works
+//! on a machine where nobody ran xtask.
+
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest as _, Sha256};
+
+/// The npm package that ships libchdb for x86_64 Linux (glibc).
+const PACKAGE: &str = "@chdb/lib-linux-x64-gnu";
+/// The pinned version. Copied from xtask/src/engine.rs `VERSION`; keep in step.
+const VERSION: &str = "26.7.3-stable.1";
+/// The tarball `npm pack` writes.
+const TARBALL: &str = "chdb-lib-linux-x64-gnu-26.7.3-stable.1.tgz";
+/// Its pinned SHA-256. Copied from xtask/src/engine.rs `TARBALL_SHA256`.
+const TARBALL_SHA256: &str = "c0d32b129e988f2b9a9a31c9141aecf5e1e2453f9a079efc4d36ab8e3f92b2ad";
+/// The library inside the tarball.
+const MEMBER: &str = "package/libchdb.so";
+
+/// Why the engine could not be found or fetched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum FetchError {
+    /// Neither `$CAPCAT_CACHE_DIR` nor `$HOME` is set.
+    #[error("no cache directory: set CAPCAT_CACHE_DIR or HOME")]
+    NoCache,
+    /// A file operation or a command failed.
+    #[error("{0}")]
+    Step(String),
+}
+
+fn cache_dir() -> Result<PathBuf, FetchError> {
+    if let Some(dir) = std::env::var_os("CAPCAT_CACHE_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let home = std::env::var_os("HOME").ok_or(FetchError::NoCache)?;
+    Ok(PathBuf::from(home).join(".cache").join("capcat"))
+}
+
+/// The path of libchdb: `$CAPCAT_LIBCHDB` when it names a file, else the
+/// cache, fetched into it (with `npm pack` and the pinned SHA-256) when absent.
+///
+/// # Errors
+/// npm missing or failing, a checksum mismatch, a file operation failing.
+pub(crate) fn ensure_libchdb() -> Result<PathBuf, FetchError> {
+    if let Some(path) = std::env::var_os("CAPCAT_LIBCHDB") {
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            return Ok(path);
+        }
+        eprintln!(
+            "capcat: CAPCAT_LIBCHDB={} does not exist; using the cache",
+            path.display()
+        );
+    }
+    let dir = cache_dir()?.join("libchdb").join(VERSION);
+    let target = dir.join("libchdb.so");
+    if target.is_file() {
+        return Ok(target);
+    }
+    eprintln!(
+        "capcat: the embedded ClickHouse engine (libchdb {VERSION}) is not in {}; \
+         fetching it with `npm pack {PACKAGE}@{VERSION}` (about 180 MB, once)",
+        dir.display()
+    );
+    fs::create_dir_all(&dir)
+        .map_err(|e| FetchError::Step(format!("cannot create {}: {e}", dir.display())))?;
+    let work = dir.join(format!("fetch-{}", std::process::id()));
+    let _ignored = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work)
+        .map_err(|e| FetchError::Step(format!("cannot create {}: {e}", work.display())))?;
+    let result = fetch_in(&work, &target);
+    let _ignored = fs::remove_dir_all(&work);
+    result.map(|()| target)
+}
+
+fn fetch_in(work: &Path, target: &Path) -> Result<(), FetchError> {
+    let spec = format!("{PACKAGE}@{VERSION}");
+    let status = Command::new("npm")
+        .args(["pack", &spec, "--loglevel=warn"])
+        .current_dir(work)
+        .stdout(std::io::stderr())
+        .status()
+        .map_err(|e| {
+            FetchError::Step(format!(
+                "cannot run npm ({e}); install Node.js/npm, or download {spec} yourself and set \
+                 CAPCAT_LIBCHDB to its package/libchdb.so"
+            ))
+        })?;
+    if !status.success() {
+        return Err(FetchError::Step(format!(
+            "`npm pack {spec}` failed: {status}"
+        )));
+    }
+    let tarball = work.join(TARBALL);
+    let actual = sha256_file(&tarball)?;
+    if actual != TARBALL_SHA256 {
+        return Err(FetchError::Step(format!(
+            "{TARBALL}: SHA-256 {actual} does not match the pinned {TARBALL_SHA256}; refusing it"
+        )));
+    }
+    let status = Command::new("tar")
+        .arg("-xzf")
+        .arg(&tarball)
+        .arg(MEMBER)
+        .current_dir(work)
+        .status()
+        .map_err(|e| FetchError::Step(format!("cannot run tar: {e}")))?;
+    if !status.success() {
+        return Err(FetchError::Step(format!("tar failed: {status}")));
+    }
+    fs::rename(work.join(MEMBER), target).map_err(|e| {
+        FetchError::Step(format!(
+            "cannot move libchdb.so into {}: {e}",
+            target.display()
+        ))
+    })?;
+    eprintln!("capcat: libchdb {VERSION} is at {}", target.display());
+    Ok(())
+}
+
+fn sha256_file(path: &Path) -> Result<String, FetchError> {
+    let mut file = fs::File::open(path)
+        .map_err(|e| FetchError::Step(format!("cannot open {}: {e}", path.display())))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0_u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| FetchError::Step(format!("cannot read {}: {e}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}

@@ -1,0 +1,245 @@
+//! `--catalog` and `--store`: where the catalog and the packs live.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capcat_clickhouse::{Embedded, Http, HttpOptions, Transport};
+use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
+
+/// A catalog location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum CatalogTarget {
+    /// libchdb in this process, data at this path.
+    Embedded(PathBuf),
+    /// A ClickHouse server.
+    Http(String),
+}
+
+/// A store location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreTarget {
+    /// A local directory.
+    Local(PathBuf),
+    /// An S3 bucket at an endpoint.
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The endpoint URL.
+        endpoint: String,
+        /// The signing region.
+        region: String,
+    },
+}
+
+/// A refused `--catalog` or `--store`, or one that could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum TargetError {
+    /// The text is not one of the accepted forms.
+    #[error("{flag} {value:?}: {expected}")]
+    Syntax {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// The accepted forms.
+        expected: &'static str,
+    },
+    /// The catalog could not be opened.
+    #[error("catalog: {0}")]
+    Catalog(String),
+    /// The store could not be opened.
+    #[error("store: {0}")]
+    Store(String),
+}
+
+impl CatalogTarget {
+    /// Parses `embedded:<path>` or `http(s)://...`.
+    ///
+    /// # Errors
+    /// Any other form.
+    pub(crate) fn parse(value: &str) -> Result<Self, TargetError> {
+        if let Some(path) = value.strip_prefix("embedded:") {
+            if !path.is_empty() {
+                return Ok(Self::Embedded(PathBuf::from(path)));
+            }
+        }
+        if value.starts_with("http://") || value.starts_with("https://") {
+            return Ok(Self::Http(value.to_owned()));
+        }
+        Err(TargetError::Syntax {
+            flag: "--catalog",
+            value: value.to_owned(),
+            expected: "expected embedded:<path> or http(s)://host:port",
+        })
+    }
+
+    /// Opens the transport (loading libchdb, fetched when absent, for an
+    /// embedded catalog).
+    ///
+    /// # Errors
+    /// The engine cannot be loaded or the URL is refused.
+    pub(crate) fn open(
+        &self,
+        request_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Arc<dyn Transport>, TargetError> {
+        match self {
+            Self::Embedded(path) => {
+                crate::engine_fetch::ensure_libchdb()
+                    .map_err(|e| TargetError::Catalog(e.to_string()))?;
+                std::fs::create_dir_all(path)
+                    .map_err(|e| TargetError::Catalog(format!("{}: {e}", path.display())))?;
+                let embedded =
+                    Embedded::open(path).map_err(|e| TargetError::Catalog(e.to_string()))?;
+                Ok(Arc::new(embedded))
+            }
+            Self::Http(url) => {
+                let options = HttpOptions {
+                    request_timeout,
+                    connect_timeout,
+                    ..HttpOptions::default()
+                };
+                let http =
+                    Http::new(url, options).map_err(|e| TargetError::Catalog(e.to_string()))?;
+                Ok(Arc::new(http))
+            }
+        }
+    }
+
+    /// The URL the service configuration validates, when there is one.
+    #[must_use]
+    pub(crate) fn url(&self) -> Option<String> {
+        match self {
+            Self::Http(url) => Some(url.clone()),
+            Self::Embedded(_) => None,
+        }
+    }
+}
+
+impl StoreTarget {
+    /// Parses `local:<dir>` or `s3://bucket?endpoint=URL[&region=R]`.
+    ///
+    /// # Errors
+    /// Any other form.
+    pub(crate) fn parse(value: &str) -> Result<Self, TargetError> {
+        let syntax = || TargetError::Syntax {
+            flag: "--store",
+            value: value.to_owned(),
+            expected: "expected local:<dir> or s3://bucket?endpoint=http(s)://host:port[&region=us-east-1]",
+        };
+        if let Some(path) = value.strip_prefix("local:") {
+            if path.is_empty() {
+                return Err(syntax());
+            }
+            return Ok(Self::Local(PathBuf::from(path)));
+        }
+        let rest = value.strip_prefix("s3://").ok_or_else(syntax)?;
+        let (bucket, query) = rest.split_once('?').ok_or_else(syntax)?;
+        let mut endpoint = None;
+        let mut region = "us-east-1".to_owned();
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("endpoint", v)) => endpoint = Some(v.to_owned()),
+                Some(("region", v)) => v.clone_into(&mut region),
+                _ => return Err(syntax()),
+            }
+        }
+        let endpoint = endpoint.ok_or_else(syntax)?;
+        if bucket.is_empty() {
+            return Err(syntax());
+        }
+        Ok(Self::S3 {
+            bucket: bucket.to_owned(),
+            endpoint,
+            region,
+        })
+    }
+
+    /// Opens the store. S3 credentials come from `AWS_ACCESS_KEY_ID` and
+    /// `AWS_SECRET_ACCESS_KEY`.
+    ///
+    /// # Errors
+    /// The directory cannot be created or the S3 configuration is refused.
+    pub(crate) fn open(&self) -> Result<AnyStore, TargetError> {
+        match self {
+            Self::Local(dir) => LocalStore::open(dir.clone())
+                .map(AnyStore::from)
+                .map_err(|e| TargetError::Store(e.to_string())),
+            Self::S3 {
+                bucket,
+                endpoint,
+                region,
+            } => {
+                let mut config = S3Config::new(
+                    endpoint.clone(),
+                    region.clone(),
+                    bucket.clone(),
+                    S3Credentials::Environment,
+                );
+                config.allow_http = endpoint.starts_with("http://");
+                S3Store::new(&config)
+                    .map(AnyStore::from)
+                    .map_err(|e| TargetError::Store(e.to_string()))
+            }
+        }
+    }
+
+    /// The store id written into descriptors.
+    #[must_use]
+    pub(crate) fn store_id(&self) -> String {
+        match self {
+            Self::Local(_) => "local".to_owned(),
+            Self::S3 { bucket, .. } => format!("s3:{bucket}"),
+        }
+    }
+
+    /// The S3 endpoint, when there is one.
+    #[must_use]
+    pub(crate) fn endpoint(&self) -> Option<String> {
+        match self {
+            Self::S3 { endpoint, .. } => Some(endpoint.clone()),
+            Self::Local(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_forms() {
+        assert_eq!(
+            CatalogTarget::parse("embedded:/tmp/c").ok(),
+            Some(CatalogTarget::Embedded("/tmp/c".into()))
+        );
+        assert!(matches!(
+            CatalogTarget::parse("http://h:8123"),
+            Ok(CatalogTarget::Http(_))
+        ));
+        assert!(CatalogTarget::parse("embedded:").is_err());
+        assert!(CatalogTarget::parse("h:8123").is_err());
+    }
+
+    #[test]
+    fn store_forms() {
+        assert_eq!(
+            StoreTarget::parse("local:/tmp/s").ok(),
+            Some(StoreTarget::Local("/tmp/s".into()))
+        );
+        let s3 = StoreTarget::parse("s3://b?endpoint=http://127.0.0.1:9000&region=eu-west-1").ok();
+        assert_eq!(
+            s3,
+            Some(StoreTarget::S3 {
+                bucket: "b".into(),
+                endpoint: "http://127.0.0.1:9000".into(),
+                region: "eu-west-1".into()
+            })
+        );
+        assert!(StoreTarget::parse("s3://b").is_err());
+        assert!(StoreTarget::parse("s3://?endpoint=http://x").is_err());
+        assert!(StoreTarget::parse("ftp://x").is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! A synthetic capture workload shaped like Qwen2.5-0.5B: 24 decoder layers,
+//! four hooks per layer, hidden size 896; bf16 activations with f32 norms and
+//! i64 position ids. Deterministic: the same arguments give the same packs
+//! byte for byte (same pack ids, same capture ids), which is what lets a
+//! second `capcat demo` on the same directory show the replay guard.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use capcat_pack::{
+    CaptureIdentity, Dtype, PackError, PackLimits, PackWriter, RecordMetadata, SealedPack,
+};
+use half::bf16;
+use uuid::Uuid;
+
+/// Decoder layers of Qwen2.5-0.5B.
+pub(crate) const LAYERS: u64 = 24;
+/// Hidden size of Qwen2.5-0.5B.
+pub(crate) const HIDDEN: u64 = 896;
+/// Tokens captured per record.
+pub(crate) const TOKENS: u64 = 2;
+/// The tenant every demo record belongs to.
+pub(crate) const TENANT: &str = "demo";
+/// The experiment every demo record belongs to.
+pub(crate) const EXPERIMENT: &str = "qwen2.5-0.5b";
+
+/// One hook: its module suffix, dtype and shape.
+struct Hook {
+    module: &'static str,
+    dtype: Dtype,
+    shape: &'static [u64],
+}
+
+const HOOKS: [Hook; 4] = [
+    Hook {
+        module: "self_attn.o_proj",
+        dtype: Dtype::BF16,
+        shape: &[TOKENS, HIDDEN],
+    },
+    Hook {
+        module: "mlp.down_proj",
+        dtype: Dtype::BF16,
+        shape: &[TOKENS, HIDDEN],
+    },
+    Hook {
+        module: "post_attention_layernorm",
+        dtype: Dtype::F32,
+        shape: &[TOKENS, HIDDEN],
+    },
+    Hook {
+        module: "self_attn.position_ids",
+        dtype: Dtype::I64,
+        shape: &[TOKENS],
+    },
+];
+
+/// Records per step (all layers, all hooks).
+#[must_use]
+pub(crate) fn records_per_step() -> u64 {
+    LAYERS * HOOKS.len() as u64
+}
+
+/// A deterministic id from a namespace and a number.
+fn derived_id(namespace: u128, n: u64) -> Uuid {
+    // The v4 bits are set so the id is a canonical random-looking UUID.
+    let raw = namespace ^ (u128::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835));
+    uuid::Builder::from_random_bytes(raw.to_le_bytes()).into_uuid()
+}
+
+/// A small deterministic generator (splitmix64).
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f32 {
+        // 24 random bits as a float in [-1, 1).
+        let bits = u32::try_from(self.next() >> 40).unwrap_or(0);
+        (bits as f32 / (1 << 23) as f32) - 1.0
+    }
+}
+
+/// The record number `n` of run `run`: its metadata and payload.
+#[must_use]
+pub(crate) fn record(run: &str, n: u64) -> (RecordMetadata, Bytes) {
+    let per_step = records_per_step();
+    let step = n / per_step;
+    let within = n % per_step;
+    let layer = within / HOOKS.len() as u64;
+    let hook = &HOOKS[usize::try_from(within % HOOKS.len() as u64).unwrap_or(0)];
+    let mut mix = Mix(n.wrapping_mul(31).wrapping_add(run.len() as u64));
+    let elements: u64 = hook.shape.iter().product();
+    let payload: Vec<u8> = match hook.dtype {
+        Dtype::BF16 => (0..elements)
+            .flat_map(|_| bf16::from_f32(mix.unit() * 4.0).to_le_bytes())
+            .collect(),
+        Dtype::F32 => (0..elements)
+            .flat_map(|_| (1.0 + mix.unit() * 0.1).to_le_bytes())
+            .collect(),
+        _ => (0..elements)
+            .flat_map(|i| (i64::try_from(step * TOKENS + i).unwrap_or(0)).to_le_bytes())
+            .collect(),
+    };
+    let module_path = format!("model.layers.{layer}.{}", hook.module);
+    let metadata = RecordMetadata {
+        identity: CaptureIdentity {
+            tenant_id: TENANT.to_owned(),
+            experiment_id: EXPERIMENT.to_owned(),
+            run_id: run.to_owned(),
+            captured_at_ns: 1_700_000_000_000_000_000 + n * 1_000,
+            capture_id: derived_id(0x0C0F_FEE0_0000_0000_0000_0000_0000_0001, n),
+        },
+        model: "Qwen/Qwen2.5-0.5B".to_owned(),
+        module_path: module_path.clone(),
+        hook: "forward".to_owned(),
+        step,
+        tensor_name: module_path,
+        dtype: hook.dtype,
+        shape: hook.shape.to_vec(),
+        tags: BTreeMap::new(),
+    };
+    (metadata, Bytes::from(payload))
+}
+
+/// The id of pack `index` of run `run`.
+#[must_use]
+pub(crate) fn pack_id(run: &str, index: u64) -> Uuid {
+    derived_id(
+        0x9ACC_0000_0000_0000_0000_0000_0000_0002 ^ (run.len() as u128) << 64,
+        index,
+    )
+}
+
+/// Seals records `first..first + count` of `run` into pack `index`.
+///
+/// # Errors
+/// A record the pack writer refuses (a bug in this generator).
+pub(crate) fn seal_pack(
+    run: &str,
+    index: u64,
+    first: u64,
+    count: u64,
+) -> Result<SealedPack, PackError> {
+    let limits = PackLimits::new(
+        usize::try_from(count).unwrap_or(usize::MAX).max(1),
+        u64::MAX / 2,
+    )?;
+    let mut writer = PackWriter::new(pack_id(run, index), limits);
+    for n in first..first + count {
+        let (metadata, payload) = record(run, n);
+        writer.append(metadata, payload)?;
+    }
+    writer.seal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workload_is_deterministic_and_shaped_like_qwen() {
+        assert_eq!(records_per_step(), 96);
+        let (a, pa) = record("r", 5);
+        let (b, pb) = record("r", 5);
+        assert_eq!(a, b);
+        assert_eq!(pa, pb);
+        assert_eq!(a.tensor_name, "model.layers.1.self_attn.o_proj");
+        assert_eq!(a.dtype, Dtype::BF16);
+        assert_eq!(pa.len() as u64, TOKENS * HIDDEN * 2);
+        let (c, _) = record("r", 7);
+        assert_eq!(c.dtype, Dtype::I64);
+        assert_ne!(a.identity.capture_id, c.identity.capture_id);
+        let p1 = seal_pack("r", 0, 0, 8).expect("seal");
+        let p2 = seal_pack("r", 0, 0, 8).expect("seal");
+        assert_eq!(p1.bytes, p2.bytes);
+    }
+}
