@@ -60,10 +60,10 @@ impl CatalogTarget {
     /// # Errors
     /// Any other form.
     pub(crate) fn parse(value: &str) -> Result<Self, TargetError> {
-        if let Some(path) = value.strip_prefix("embedded:") {
-            if !path.is_empty() {
-                return Ok(Self::Embedded(PathBuf::from(path)));
-            }
+        if let Some(path) = value.strip_prefix("embedded:")
+            && !path.is_empty()
+        {
+            return Ok(Self::Embedded(PathBuf::from(path)));
         }
         if value.starts_with("http://") || value.starts_with("https://") {
             return Ok(Self::Http(value.to_owned()));

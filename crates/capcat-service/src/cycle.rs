@@ -44,13 +44,13 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             if *stop.borrow() {
                 return;
             }
-            if let Some(interval) = self.cfg.reconcile_interval {
-                if last_reconcile.elapsed() >= interval {
-                    last_reconcile = tokio::time::Instant::now();
-                    if let Err(error) = self.reconcile().await {
-                        tracing::warn!(%error, "periodic reconcile failed");
-                        self.record_error(&error);
-                    }
+            if let Some(interval) = self.cfg.reconcile_interval
+                && last_reconcile.elapsed() >= interval
+            {
+                last_reconcile = tokio::time::Instant::now();
+                if let Err(error) = self.reconcile().await {
+                    tracing::warn!(%error, "periodic reconcile failed");
+                    self.record_error(&error);
                 }
             }
             let wait = match self.run_cycle().await {

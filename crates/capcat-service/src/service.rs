@@ -195,11 +195,11 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             sealed_generation: AtomicU64::new(0),
             merged_generation: AtomicU64::new(0),
         });
-        if inner.cfg.raw.reconcile_on_start {
-            if let Err(error) = inner.reconcile().await {
-                tracing::warn!(%error, "reconcile at start failed; packs it would find wait for the next pass");
-                inner.record_error(&error);
-            }
+        if inner.cfg.raw.reconcile_on_start
+            && let Err(error) = inner.reconcile().await
+        {
+            tracing::warn!(%error, "reconcile at start failed; packs it would find wait for the next pass");
+            inner.record_error(&error);
         }
         let cycle = runtime.spawn(Arc::clone(&inner).cycle_loop());
         let keeper = runtime.spawn(Arc::clone(&inner).lease_keeper());

@@ -170,7 +170,7 @@ impl Spool {
                 listing.foreign += 1;
             }
         }
-        ready.sort_by(|a, b| (a.sealed_at, a.pack_id).cmp(&(b.sealed_at, b.pack_id)));
+        ready.sort_by_key(|p| (p.sealed_at, p.pack_id));
         listing.total_ready = ready.len();
         ready.truncate(limit);
         listing.ready = ready;
