@@ -18,3 +18,4 @@ pub mod properties;
 pub mod recording;
 pub mod rng;
 pub mod stress;
+pub mod traces;
