@@ -170,7 +170,7 @@ mod tests {
         let (b, pb) = record("r", 5);
         assert_eq!(a, b);
         assert_eq!(pa, pb);
-        assert_eq!(a.tensor_name, "model.layers.1.self_attn.o_proj");
+        assert_eq!(a.tensor_name, "model.layers.1.mlp.down_proj");
         assert_eq!(a.dtype, Dtype::BF16);
         assert_eq!(pa.len() as u64, TOKENS * HIDDEN * 2);
         let (c, _) = record("r", 7);
