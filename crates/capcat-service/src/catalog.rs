@@ -255,28 +255,50 @@ impl CatalogClient {
 }
 
 /// Whether an index failure is an outage (the catalog could not be reached,
-/// timed out, fenced or out-raced us) rather than a refusal of these packs.
-/// An outage counts against no pack.
+/// timed out, fenced or out-raced us, or failed in a way that says nothing
+/// about the packs) rather than a refusal of these packs' values. An outage
+/// counts against no pack.
 #[must_use]
 pub fn index_error_is_outage(error: &IndexError) -> bool {
     match error {
         IndexError::Statement { failure, .. } | IndexError::Inventory { failure, .. } => {
             failure_is_outage(failure)
         }
-        IndexError::Malformed { .. }
-        | IndexError::CommitAtVersionZero
-        | IndexError::UnexpectedInput { .. } => false,
-        // Lost races, lost leases, allocation and publish failures say
-        // nothing about the packs: retry the same batch later.
+        // Lost races, lost leases, allocation and publish failures, and a
+        // read-back of the wrong shape say nothing about the packs: retry
+        // the same batch later.
         _ => true,
     }
 }
 
-/// Whether a statement failure is an outage: anything but a server
-/// exception (which is the server refusing these values).
+/// ClickHouse exception codes that refuse the values a statement carried
+/// (a parse error, a type mismatch, a query too large), as opposed to the
+/// server being unreachable, missing a table, or out of resources.
+/// Anything not listed counts as an outage, so a misconfigured or
+/// half-dropped catalog never sets packs aside.
+pub const VALUE_REFUSAL_CODES: &[u32] = &[
+    6,   // CANNOT_PARSE_TEXT
+    26,  // CANNOT_PARSE_QUOTED_STRING
+    27,  // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+    38,  // CANNOT_PARSE_DATE
+    41,  // CANNOT_PARSE_DATETIME
+    43,  // ILLEGAL_TYPE_OF_ARGUMENT
+    53,  // TYPE_MISMATCH
+    62,  // SYNTAX_ERROR (a query over max_query_size)
+    69,  // ARGUMENT_OUT_OF_BOUND
+    72,  // CANNOT_PARSE_NUMBER
+    131, // TOO_LARGE_STRING_SIZE
+    167, // TOO_BIG_AST
+    168, // TOO_DEEP_AST
+    376, // CANNOT_PARSE_UUID
+    457, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+];
+
+/// Whether a statement failure is an outage: everything but a server
+/// exception refusing the statement's values.
 #[must_use]
 pub fn failure_is_outage(failure: &Failure) -> bool {
-    !matches!(failure, Failure::Server { .. } | Failure::Malformed { .. })
+    !matches!(failure, Failure::Server { code, .. } if VALUE_REFUSAL_CODES.contains(code))
 }
 
 /// The statements of every protocol machine for `tables`, for `capcat sql`.
@@ -349,5 +371,78 @@ impl<T> MapDone for Step<T> {
             Step::Draw { below } => Step::Draw { below },
             Step::Done(_) => Step::Done(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement(failure: Failure) -> IndexError {
+        IndexError::Statement {
+            statement: "index.insert_descriptors",
+            failure,
+        }
+    }
+
+    #[test]
+    fn only_value_refusals_count_against_a_pack() {
+        let refused = Failure::Server {
+            code: 27,
+            message: "Cannot parse input".into(),
+        };
+        assert!(!index_error_is_outage(&statement(refused)));
+        for outage in [
+            Failure::Timeout,
+            Failure::Transport {
+                message: "connection refused".into(),
+            },
+            Failure::Malformed {
+                message: "wrong width".into(),
+            },
+            // UNKNOWN_TABLE: a dropped catalog is not the pack's fault.
+            Failure::Server {
+                code: 60,
+                message: "Table does not exist".into(),
+            },
+            // MEMORY_LIMIT_EXCEEDED: the server's state, not the values.
+            Failure::Server {
+                code: 241,
+                message: "Memory limit".into(),
+            },
+        ] {
+            assert!(
+                index_error_is_outage(&statement(outage.clone())),
+                "{outage:?}"
+            );
+        }
+        let lost = IndexError::LeaseLost {
+            version: 3,
+            publish_id: Uuid::nil(),
+            head: None,
+        };
+        assert!(index_error_is_outage(&lost));
+        let malformed = IndexError::Malformed {
+            statement: "index.read_committed",
+            detail: String::new(),
+        };
+        assert!(index_error_is_outage(&malformed));
+    }
+
+    #[test]
+    fn describe_statements_names_the_schema_lease_index_and_demand_statements() {
+        let tables = Tables::new("p").expect("prefix");
+        let all = describe_statements(&tables, &Config::default());
+        for name in ["lease.read_head", "index.read_committed", "demand.append"] {
+            assert!(
+                all.contains_key(name),
+                "{name} missing from {:?}",
+                all.keys().collect::<Vec<_>>()
+            );
+        }
+        assert!(
+            all.values().all(|sql| sql.contains("p_")),
+            "every statement names the prefix's tables"
+        );
     }
 }

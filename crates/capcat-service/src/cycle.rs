@@ -230,58 +230,51 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     /// Fetches packs the reconciler found (uploaded, never indexed), at
     /// most `max_packs_per_cycle`, verifies them, and makes them owed.
     async fn fetch_recovered(&self) -> Result<(), CycleError> {
+        // Copied, not drained: a pack leaves `recovered` only in the same
+        // critical section that makes it owed (or sets it aside), so a
+        // flush never sees it in neither place.
         let batch: Vec<_> = {
-            let mut state = self.lock_state();
+            let state = self.lock_state();
             if !state.owed.is_empty() {
                 return Ok(());
             }
-            let n = state.recovered.len().min(self.cfg.raw.max_packs_per_cycle);
-            state.recovered.drain(..n).collect()
+            state
+                .recovered
+                .iter()
+                .take(self.cfg.raw.max_packs_per_cycle)
+                .cloned()
+                .collect()
         };
-        let mut remaining: VecDeque<_> = batch.into();
-        while let Some(found) = remaining.pop_front() {
+        for found in batch {
             let pack_id = found.key.pack_id();
-            let bytes = match self.store.get(&found.key.object_key()).await {
-                Ok(bytes) => bytes,
-                Err(error) => {
-                    // Put it and the rest back for the next cycle.
-                    let mut state = self.lock_state();
-                    state.recovered.push_front(found);
-                    while let Some(rest) = remaining.pop_back() {
-                        state.recovered.push_front(rest);
-                    }
-                    return Err(error.into());
-                }
-            };
+            // A failed GET leaves this and the rest queued for the next cycle.
+            let bytes = self.store.get(&found.key.object_key()).await?;
             let expected = Sha256Digest(found.metadata.sha256);
             let described = blocking(move || {
                 PackReader::from_bytes_expecting(bytes, expected).map(|pack| (pack.pack_id(), pack))
             })
             .await?;
             let store_id = self.cfg.raw.store_id.clone();
-            match described {
-                Ok((id, pack)) if id == pack_id => match descriptors_of(&pack, &store_id) {
-                    Ok(descriptors) => {
-                        let mut state = self.lock_state();
-                        state.owed.insert(
-                            pack_id,
-                            Owed {
-                                descriptors,
-                                refusals: 0,
-                            },
-                        );
-                        state.snapshot.reconcile_recovered += 1;
-                    }
-                    Err(error) => self
-                        .lock_state()
-                        .set_aside(pack_id, format!("stored pack cannot be described: {error}")),
-                },
-                Ok((id, _)) => self
-                    .lock_state()
-                    .set_aside(pack_id, format!("stored object holds pack {id}")),
-                Err(error) => self
-                    .lock_state()
-                    .set_aside(pack_id, format!("stored pack does not verify: {error}")),
+            let outcome = match described {
+                Ok((id, pack)) if id == pack_id => descriptors_of(&pack, &store_id)
+                    .map_err(|e| format!("stored pack cannot be described: {e}")),
+                Ok((id, _)) => Err(format!("stored object holds pack {id}")),
+                Err(error) => Err(format!("stored pack does not verify: {error}")),
+            };
+            let mut state = self.lock_state();
+            state.recovered.retain(|r| r.key != found.key);
+            match outcome {
+                Ok(descriptors) => {
+                    state.owed.insert(
+                        pack_id,
+                        Owed {
+                            descriptors,
+                            refusals: 0,
+                        },
+                    );
+                    state.snapshot.reconcile_recovered += 1;
+                }
+                Err(reason) => state.set_aside(pack_id, reason),
             }
         }
         Ok(())
