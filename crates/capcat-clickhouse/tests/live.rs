@@ -1132,14 +1132,9 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
     let Some(live) = Live::start("publisher_race").await else {
         return;
     };
-    // A short lease: a release that lands over a live renewal row leaves its
-    // term held until every row at it has expired, and the takeover the race
-    // is about can only happen after that. With the default 30 s TTL a run
-    // of quick trials would mostly wait.
-    let short = capcat_proto::Config::new(2_000_000_000, 1_000_000_000).expect("2 s TTL, 1 s cap");
-    let a = live.second_catalog(short.clone());
-    let b = live.second_catalog(short.clone());
-    let reader = live.second_catalog(short);
+    let a = live.second_catalog(capcat_proto::Config::default());
+    let b = live.second_catalog(capcat_proto::Config::default());
+    let reader = live.second_catalog(capcat_proto::Config::default());
     ok("ensure", a.ensure_schema().await);
     let mut handles = [Some(ok("acquire", a.acquire_lease("a").await)), None];
     let catalogs = [a.clone(), b.clone()];
