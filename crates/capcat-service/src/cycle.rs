@@ -64,6 +64,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     wait
                 }
             };
+            self.write_status(false).await;
             self.progress.send_modify(|n| *n += 1);
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}

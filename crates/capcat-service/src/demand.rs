@@ -14,17 +14,7 @@ use capcat_proto::demand::DemandEvent;
 use tokio::sync::Semaphore;
 
 use crate::catalog::CatalogClient;
-
-/// Counters of the demand publisher.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DemandCounters {
-    /// Events appended to the catalog.
-    pub published: u64,
-    /// Events dropped because `max_in_flight` were already running.
-    pub dropped: u64,
-    /// Events whose INSERT failed or timed out.
-    pub failed: u64,
-}
+use crate::snapshot::DemandCounters;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -95,8 +85,9 @@ impl DemandPublisher {
     pub fn counters(&self) -> DemandCounters {
         DemandCounters {
             published: self.counters.published.load(Ordering::Relaxed),
-            dropped: self.counters.dropped.load(Ordering::Relaxed),
+            dropped_full: self.counters.dropped.load(Ordering::Relaxed),
             failed: self.counters.failed.load(Ordering::Relaxed),
+            ..DemandCounters::default()
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   uploads, batch halving, set-aside), the lease keep-alive (every TTL/3,
 //!   on its own task), the reconciler, [`Service::flush`],
 //!   [`Service::close`] and [`Service::snapshot`].
+//! - [`status`]: the snapshot written to `<spool_dir>/status.json` once per
+//!   cycle and on close, and [`read_status`] for `capcat status`.
 //! - [`CatalogClient`]: a thin driver of capcat-proto's machines over a
 //!   capcat-clickhouse transport (an adapter until that crate's `Catalog`
 //!   lands).
@@ -27,13 +29,15 @@ mod reconcile;
 mod service;
 pub mod snapshot;
 pub mod spool;
+pub mod status;
 
 pub use backoff::Backoff;
 pub use catalog::CatalogClient;
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
-pub use demand::{DemandCounters, DemandPublisher};
+pub use demand::DemandPublisher;
 pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushReport, Service};
-pub use snapshot::{RejectedPack, Snapshot};
+pub use snapshot::{DemandCounters, RejectedPack, Snapshot};
 pub use spool::{Spool, SpoolError};
+pub use status::{StatusError, StatusFile, read_status};

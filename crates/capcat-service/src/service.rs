@@ -21,6 +21,7 @@ use crate::demand::DemandPublisher;
 use crate::error::{FlushError, SinkError, StartError};
 use crate::snapshot::{RejectedPack, Snapshot};
 use crate::spool::Spool;
+use crate::status::{StatusFile, write_status};
 
 /// A pack uploaded and verified, owed to the catalog.
 #[derive(Clone, Debug)]
@@ -41,6 +42,9 @@ pub(crate) struct State {
     /// Set-aside packs no flush has reported yet.
     pub(crate) unreported: BTreeSet<Uuid>,
     pub(crate) snapshot: Snapshot,
+    /// Whether the last status-file write failed (so a persisting failure
+    /// is logged once, not every cycle).
+    pub(crate) status_failing: bool,
 }
 
 impl State {
@@ -100,6 +104,55 @@ impl<S> Inner<S> {
 
     pub(crate) fn record_error(&self, error: &dyn std::fmt::Display) {
         self.lock_state().snapshot.last_error = Some(error.to_string());
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let state = self.lock_state();
+        let mut snapshot = state.snapshot.clone();
+        snapshot.pending_index = state.owed.len();
+        snapshot.rejected_packs = state
+            .rejected
+            .iter()
+            .map(|(pack_id, reason)| RejectedPack {
+                pack_id: *pack_id,
+                reason: reason.clone(),
+            })
+            .collect();
+        drop(state);
+        // A renewal or publish in progress holds the lock: it holds a lease.
+        snapshot.lease_held = self.lease.try_lock().map_or(true, |l| l.is_some());
+        snapshot.demand = self.demand.counters();
+        snapshot
+    }
+
+    /// Writes the snapshot to `<spool_dir>/status.json` (atomically, off
+    /// the runtime's worker threads: it fsyncs). A failure is logged when
+    /// it starts and counted; it never fails the cycle, because the status
+    /// file serves operators, not the data path.
+    pub(crate) async fn write_status(&self, closed: bool) {
+        let status = StatusFile::new(
+            &self.cfg.raw.holder,
+            self.cfg.tables.prefix(),
+            closed,
+            self.snapshot(),
+        );
+        let dir = self.spool.dir().to_owned();
+        let written = tokio::task::spawn_blocking(move || write_status(dir, &status)).await;
+        let failure = match written {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(join) => Some(join.to_string()),
+        };
+        let mut state = self.lock_state();
+        match failure {
+            None => state.status_failing = false,
+            Some(error) => {
+                state.snapshot.status_write_failures += 1;
+                if !std::mem::replace(&mut state.status_failing, true) {
+                    tracing::warn!(%error, "writing the status file failed; retried every cycle");
+                }
+            }
+        }
     }
 }
 
@@ -392,21 +445,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
     /// The counters and state now.
     #[must_use]
     pub fn snapshot(&self) -> Snapshot {
-        let state = self.inner.lock_state();
-        let mut snapshot = state.snapshot.clone();
-        snapshot.pending_index = state.owed.len();
-        snapshot.rejected_packs = state
-            .rejected
-            .iter()
-            .map(|(pack_id, reason)| RejectedPack {
-                pack_id: *pack_id,
-                reason: reason.clone(),
-            })
-            .collect();
-        drop(state);
-        snapshot.lease_held = self.inner.lease.try_lock().map_or(true, |l| l.is_some());
-        snapshot.demand = self.inner.demand.counters();
-        snapshot
+        self.inner.snapshot()
     }
 
     /// Seals the sink, flushes within `close_flush_timeout`, stops the
@@ -448,6 +487,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             },
             None => false,
         };
+        self.inner.write_status(true).await;
         CloseReport {
             flush,
             lease_released,

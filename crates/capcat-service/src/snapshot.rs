@@ -1,12 +1,11 @@
 //! What the service reports about itself.
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-
-use crate::demand::DemandCounters;
 
 /// A pack set aside: in the store, out of the flush boundary, never indexed
 /// by this process again.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RejectedPack {
     /// The pack.
     pub pack_id: Uuid,
@@ -15,7 +14,12 @@ pub struct RejectedPack {
 }
 
 /// The service's counters and state at one moment.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Serializable: it is the body of the status file (`crate::status`). A
+/// field missing from a file (written by an older build) reads as its
+/// default.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Snapshot {
     /// Packs uploaded (and verified) by this process.
@@ -52,6 +56,29 @@ pub struct Snapshot {
     pub last_error: Option<String>,
     /// Whether the last cycle found nothing in the spool and nothing owed.
     pub drained: bool,
+    /// Status-file writes that failed (see `crate::status`).
+    pub status_write_failures: u64,
     /// The demand publisher's counters.
     pub demand: DemandCounters,
+}
+
+/// What became of the demand events the service handed to its publisher
+/// (capcat-clickhouse's `DemandPublisher`): every event ends in exactly one
+/// counter, or is still in flight. A dropped or failed event only
+/// understates demand until the next report (the fold is a join).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DemandCounters {
+    /// Appends the catalog acknowledged.
+    pub published: u64,
+    /// Events dropped on the spot because every publisher slot was busy.
+    pub dropped_full: u64,
+    /// Appends (and scan reads) that failed (they may still have landed).
+    pub failed: u64,
+    /// Appends (and scan reads) that timed out (they may still land).
+    pub timed_out: u64,
+    /// Scan observations not appended: they would raise no mark.
+    pub scan_unchanged: u64,
+    /// Scan observations not attempted after a failure in the same scan.
+    pub scan_abandoned: u64,
 }

@@ -7,3 +7,4 @@
 
 mod harness;
 mod seeds;
+mod status;
