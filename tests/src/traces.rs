@@ -365,6 +365,37 @@ pub fn counterexample(
     }))
 }
 
+/// The shortest counterexample of the model `search` to `property`,
+/// rendered through the model `render` instead: the same schedule of
+/// actions, with `render`'s statements and predictions. With `search` the
+/// shipped design with its fence stripped and `render` the shipped design,
+/// this is a schedule in which the shipped fence refuses a stale holder's
+/// write (the replay's mutation check). A JSON document of kind
+/// `schedule`.
+pub fn schedule_of(
+    search: ModelConfig,
+    render: ModelConfig,
+    property: &'static str,
+) -> Result<Json, TraceError> {
+    let design = search.design;
+    let searched = build(design, search)?;
+    let actions = shortest_counterexample(&searched, property, SEARCH_LIMIT)
+        .ok_or(TraceError::NotFound { design, property })?;
+    let label = format!("{render:?}");
+    let rendered_design = render.design;
+    let model = build(rendered_design, render)?;
+    let mut sql = SqlTable::default();
+    let steps = render_path(rendered_design, &model, &actions, &mut sql)?;
+    Ok(json!({
+        "kind": "schedule",
+        "design": rendered_design.name(),
+        "schedule_of": property,
+        "config": label,
+        "sql": sql.texts,
+        "steps": steps,
+    }))
+}
+
 /// `walks` seeded random walks of the shipped design (at most `max_steps`
 /// steps each), as one JSON document.
 pub fn random_walks(seed: u64, walks: usize, max_steps: usize) -> Result<Json, TraceError> {

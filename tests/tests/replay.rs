@@ -1,0 +1,288 @@
+//! The model's traces replayed on the real engine (`capcat_tests::replay`):
+//! every rejected design's counterexample and the shipped design's random
+//! walks from `tests/corpus/`, step by step, every prediction compared.
+//!
+//! Environment: `CAPCAT_LIBCHDB` (the engine; without it the tests skip, or
+//! fail under `CAPCAT_REQUIRE_ENGINES=1`).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use capcat_model_check::names::publication as n;
+use capcat_model_check::publication::{Design, ModelConfig};
+use capcat_tests::engine::engine_or_skip;
+use capcat_tests::replay::trace::traces_of;
+use capcat_tests::replay::{
+    ReplayError, ReplayOptions, Reproduction, Trace, TraceReport, Untested, corpus_files,
+    read_traces, replay_all, replay_trace,
+};
+use capcat_tests::traces::{counterexample, schedule_of};
+
+/// Traces replayed at once (each mostly sleeps through its ticks; more
+/// threads on two cores push a trace's statements later into their ticks).
+const THREADS: usize = 4;
+
+/// Counterexamples whose violation is a guard evaluated apart from its rows
+/// landing (a late landing, or a fence read in two steps): the engine runs
+/// a statement whole, so it cannot show them, and the replay says so.
+const NEED_THE_SPLIT: [&str; 4] = [
+    n::NO_EXECUTION_CAP,
+    n::CAP_AT_LEAST_TTL,
+    n::CONTESTED_TERM_TAKEN_AT_ONCE,
+    n::TWO_SUBQUERY_FENCE,
+];
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("capcat-tests-replay")
+}
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+fn load(dir: &str) -> Vec<Trace> {
+    let files = corpus_files(&corpus().join(dir));
+    assert!(!files.is_empty(), "no trace files under tests/corpus/{dir}");
+    files
+        .iter()
+        .flat_map(|f| read_traces(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
+        .collect()
+}
+
+fn summary(reports: &[TraceReport]) -> String {
+    let steps: usize = reports.iter().map(|r| r.steps).sum();
+    let compared: usize = reports.iter().map(|r| r.compared).sum();
+    let untested: Vec<String> = Untested::ALL
+        .iter()
+        .map(|u| {
+            let k: usize = reports.iter().filter_map(|r| r.untested.get(u)).sum();
+            format!("{}={k}", u.label())
+        })
+        .collect();
+    format!(
+        "{} traces, {steps} steps, {compared} predictions compared, untested: {}",
+        reports.len(),
+        untested.join(" ")
+    )
+}
+
+fn all_ok(results: Vec<Result<TraceReport, ReplayError>>) -> Vec<TraceReport> {
+    let mut failures = Vec::new();
+    let mut reports = Vec::new();
+    for r in results {
+        match r {
+            Ok(report) => {
+                println!("{report}");
+                reports.push(report);
+            }
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    reports
+}
+
+#[test]
+fn every_rejected_design_replays_and_the_engine_shows_its_violation() {
+    let Some(engine) = engine_or_skip("replay_counterexamples", &data_dir()) else {
+        return;
+    };
+    let started = Instant::now();
+    let traces = load("counterexamples");
+    let reports = all_ok(replay_all(
+        &engine,
+        &traces,
+        THREADS,
+        ReplayOptions::default(),
+    ));
+    println!(
+        "counterexamples: {} in {:.1} s",
+        summary(&reports),
+        started.elapsed().as_secs_f64()
+    );
+    for r in &reports {
+        let (property, verdict) = r
+            .reproduction
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: a counterexample names its property", r.name));
+        let needs_split = NEED_THE_SPLIT.contains(&r.name.as_str());
+        match verdict {
+            Reproduction::Observed(_) => assert!(
+                !needs_split,
+                "{}: {property} showed on the engine although the violation needs a statement \
+                 held between its guard and its rows; update NEED_THE_SPLIT",
+                r.name
+            ),
+            Reproduction::NotObserved(why) => assert!(
+                needs_split,
+                "{}: the engine does not show {property}: {why}",
+                r.name
+            ),
+        }
+        if needs_split {
+            // The replay must have said which predictions it could not test.
+            let said: usize = [
+                Untested::InFlightWindow,
+                Untested::SplitEvaluation,
+                Untested::NeverLandedInModel,
+            ]
+            .iter()
+            .filter_map(|u| r.untested.get(u))
+            .sum();
+            assert!(said > 0, "{}: nothing reported untested:\n{r}", r.name);
+        }
+    }
+}
+
+#[test]
+fn every_testable_prediction_of_the_shipped_walks_agrees_with_the_engine() {
+    let Some(engine) = engine_or_skip("replay_walks", &data_dir()) else {
+        return;
+    };
+    let started = Instant::now();
+    let traces = load("");
+    let walks: Vec<Trace> = traces
+        .into_iter()
+        .filter(|t| t.violates.is_none())
+        .collect();
+    assert!(!walks.is_empty(), "no walks in tests/corpus");
+    let reports = all_ok(replay_all(
+        &engine,
+        &walks,
+        THREADS,
+        ReplayOptions::default(),
+    ));
+    println!(
+        "walks: {} in {:.1} s",
+        summary(&reports),
+        started.elapsed().as_secs_f64()
+    );
+    let compared: usize = reports.iter().map(|r| r.compared).sum();
+    let untested: usize = reports.iter().map(TraceReport::untested_total).sum();
+    assert!(
+        compared > 3 * untested,
+        "too little was compared: {}",
+        summary(&reports)
+    );
+}
+
+/// The mutation check: the shipped design with capcat-proto's fence cut out
+/// of the publish statements (the model's `strip_fence`, which applies
+/// capcat-proto's `mutations::without_lease_fence`) has a counterexample,
+/// and the engine shows the fenced-out write landing.
+#[test]
+fn a_stripped_fence_counterexample_lands_its_fenced_out_write_on_the_engine() {
+    let Some(engine) = engine_or_skip("replay_stripped_fence", &data_dir()) else {
+        return;
+    };
+    let cfg = ModelConfig {
+        strip_fence: true,
+        ..ModelConfig::ci(Design::Shipped)
+    };
+    let doc = counterexample(Design::Shipped, cfg, n::FENCED_OUT_WRITES_NOTHING)
+        .expect("the model finds the stripped fence's counterexample");
+    let traces = traces_of("stripped-fence", &doc).expect("the exporter's own document");
+    let report = replay_trace(&engine, &traces[0], ReplayOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{report}");
+    assert!(
+        matches!(&report.reproduction, Some((_, Reproduction::Observed(_)))),
+        "the fenced-out write did not land on the engine:\n{report}"
+    );
+}
+
+/// The mutation check on the shipped design's own statements: the
+/// schedule of the stripped-fence counterexample, rendered through the
+/// shipped design (the model's fence refuses the stale holder's manifest),
+/// agrees with the engine as exported, and DISAGREES once capcat-proto's
+/// fence is cut out of the replayed SQL (the engine then lands what the
+/// model refused).
+#[test]
+fn the_shipped_fence_refuses_on_the_engine_and_cutting_it_out_disagrees() {
+    let Some(engine) = engine_or_skip("replay_fence_cut", &data_dir()) else {
+        return;
+    };
+    let shipped = ModelConfig::ci(Design::Shipped);
+    let stripped = ModelConfig {
+        strip_fence: true,
+        ..shipped.clone()
+    };
+    let doc = schedule_of(stripped, shipped, n::FENCED_OUT_WRITES_NOTHING)
+        .expect("the stripped fence's schedule on the shipped design");
+    let trace = traces_of("fence-refuses", &doc)
+        .expect("the exporter's own document")
+        .remove(0);
+    let refused = trace
+        .steps
+        .iter()
+        .find(|s| {
+            s.predicted["evaluated"]
+                .as_str()
+                .is_some_and(|e| e.contains("landing: Nothing, fenced_out: true"))
+        })
+        .map(|s| s.index)
+        .expect("the shipped fence refuses a publish statement in this schedule");
+    let report = replay_trace(&engine, &trace, ReplayOptions::default())
+        .unwrap_or_else(|e| panic!("the shipped design's schedule: {e}"));
+    println!("{report}");
+    match replay_trace(&engine, &trace, ReplayOptions { strip_fence: true }) {
+        Err(ReplayError::Disagreement(d)) => {
+            println!("fence cut out: {d}");
+            assert_eq!(
+                d.step, refused,
+                "the disagreement is at the refused statement"
+            );
+        }
+        other => panic!("with the fence cut out the replay must disagree, got {other:?}"),
+    }
+}
+
+/// The harness has teeth: a trace whose prediction is wrong by one value
+/// fails at that step, naming the trace, the step, the SQL and both results.
+#[test]
+fn a_wrong_prediction_fails_at_its_step() {
+    let Some(engine) = engine_or_skip("replay_wrong_prediction", &data_dir()) else {
+        return;
+    };
+    let mut traces = load("counterexamples");
+    traces.retain(|t| t.name == n::BARRIER_ONLY);
+    let mut trace = traces.pop().expect("the barrier-only counterexample");
+    // The model says the version head is 0 at step 4; claim it is 7.
+    let step = trace
+        .steps
+        .iter_mut()
+        .find(|s| s.verb == "ReadVersionHead")
+        .expect("a version head read");
+    let at = step.index;
+    step.predicted = serde_json::json!({ "rows": [["UInt64(7)"]] });
+    match replay_trace(&engine, &trace, ReplayOptions::default()) {
+        Err(ReplayError::Disagreement(d)) => {
+            let text = d.to_string();
+            println!("{text}");
+            assert!(text.contains(&format!("step {at} ")), "{text}");
+            assert!(text.contains("SELECT greatest"), "{text}");
+        }
+        other => panic!("a wrong prediction passed: {other:?}"),
+    }
+    // And a wrong expiry (time values compare in ticks from the origin).
+    let mut traces = load("counterexamples");
+    traces.retain(|t| t.name == n::BARRIER_ONLY);
+    let mut trace = traces.pop().expect("the barrier-only counterexample");
+    let step = trace
+        .steps
+        .iter_mut()
+        .find(|s| s.verb == "ReadBackLease")
+        .expect("a lease read-back");
+    let text = step
+        .predicted
+        .to_string()
+        .replace("UInt64(2000000000)", "UInt64(3000000000)");
+    step.predicted = serde_json::from_str(&text).expect("JSON");
+    assert!(
+        matches!(
+            replay_trace(&engine, &trace, ReplayOptions::default()),
+            Err(ReplayError::Disagreement(_))
+        ),
+        "a wrong expiry passed"
+    );
+}
