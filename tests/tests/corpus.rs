@@ -2,10 +2,11 @@
 //! design and seeded random walks of the shipped design, exported from
 //! capcat-model-check as JSON (`capcat_tests::traces`).
 //!
-//! Regenerate with
-//! `cargo test -p capcat-tests --test corpus -- --ignored regenerate_the_trace_corpus`;
+//! Regenerate with `cargo xtask corpus` (which runs
+//! `cargo test -p capcat-tests --test corpus -- --ignored regenerate_the_trace_corpus`);
 //! a change to the model or to the SQL that changes a trace then shows as a
-//! diff under `tests/corpus/`.
+//! diff under `tests/corpus/`, and `cargo xtask corpus --check` fails on it.
+//! `CAPCAT_CORPUS_DIR` writes the corpus elsewhere (the check's temp dir).
 
 use std::path::PathBuf;
 
@@ -19,7 +20,10 @@ const WALKS: usize = 20;
 const WALK_STEPS: usize = 40;
 
 fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
+    std::env::var_os("CAPCAT_CORPUS_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus"),
+        PathBuf::from,
+    )
 }
 
 /// Every step that names a statement points at a stored SQL text, and the

@@ -3,7 +3,8 @@
 //! walks from `tests/corpus/`, step by step, every prediction compared.
 //!
 //! Environment: `CAPCAT_LIBCHDB` (the engine; without it the tests skip, or
-//! fail under `CAPCAT_REQUIRE_ENGINES=1`).
+//! fail under `CAPCAT_REQUIRE_ENGINES=1`); `CAPCAT_CORPUS_DIR` replays a
+//! corpus exported elsewhere instead of `tests/corpus`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,8 +37,12 @@ fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("capcat-tests-replay")
 }
 
+/// `tests/corpus`, or `CAPCAT_CORPUS_DIR` (a freshly exported corpus).
 fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
+    std::env::var_os("CAPCAT_CORPUS_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus"),
+        PathBuf::from,
+    )
 }
 
 fn load(dir: &str) -> Vec<Trace> {

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cache;
+mod corpus;
 mod engine;
 mod golden;
 mod s3_server;
@@ -33,6 +34,8 @@ commands:
   check-specs        parse spec/*.tla and check their names against the model
   check-golden       open the golden pack from Python and compare it with
                      its manifest
+  corpus [--check]   regenerate the model's trace corpus (tests/corpus); with
+                     --check, regenerate into a temp dir and fail if it differs
 ";
 
 fn main() -> ExitCode {
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         "build-s3-server" => s3_server::ensure_binary().map(|path| println!("{}", path.display())),
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
+        "corpus" => corpus::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

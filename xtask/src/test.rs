@@ -1,10 +1,12 @@
 //! `test`: the README's test command. Fetches the engines, builds the test
 //! servers, and runs every suite with them required, so that a missing engine
-//! fails the run instead of silently skipping the tests that need it.
+//! fails the run instead of silently skipping the tests that need it (the
+//! trace replay, `capcat-tests --test replay`, among them), then checks that
+//! the trace corpus is up to date.
 
 use std::process::Command;
 
-use crate::{Result, cache, engine, golden, s3_server, spec};
+use crate::{Result, cache, corpus, engine, golden, s3_server, spec};
 
 /// Runs the whole test suite. Extra arguments go to `cargo nextest run`.
 pub(crate) fn run(extra: &[String]) -> Result<()> {
@@ -54,6 +56,10 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
 
     spec::check()?;
     golden::check_python()?;
+    // Last, so a stale corpus never hides a test result: the trace corpus
+    // the replay runs must be what the model and capcat-proto export now
+    // (about 45 s: one breadth-first search per rejected design).
+    corpus::run(&["--check".to_owned()])?;
     eprintln!("xtask test: every suite passed");
     Ok(())
 }
