@@ -4,16 +4,18 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::str::FromStr as _;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use capcat_clickhouse::Transport;
 use capcat_pack::{
     CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
 };
 use capcat_proto::CaptureDescriptor;
+use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
 use capcat_service::catalog::describe_statements;
-use capcat_service::{CatalogClient, Service, ServiceConfig, Spool, ValidConfig};
+use capcat_service::{CatalogClient, Service, ServiceConfig, Spool, StartError, ValidConfig};
 use uuid::Uuid;
 
 use crate::target::{CatalogTarget, StoreTarget};
@@ -366,7 +368,8 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
     }
     let (cfg, target, _) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let n = catalog
+    let n = capcat_proto::schema::drop_schema(catalog.tables()).len();
+    catalog
         .drop_schema()
         .await
         .map_err(|e| CliError::Other(e.to_string()))?;
@@ -377,14 +380,66 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
     Ok(())
 }
 
+/// How long a command that runs the service waits for someone else's lease.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub(crate) struct LeaseWait {
+    /// Seconds to wait when the publisher lease is held by another holder
+    /// (a killed process's lease stays live until its TTL passes). A live
+    /// service keeps renewing its lease: the command then fails after this
+    /// wait, naming the holder.
+    #[arg(long, default_value_t = 60.0)]
+    lease_wait: f64,
+}
+
+impl LeaseWait {
+    fn duration(self) -> Result<Duration, CliError> {
+        Duration::try_from_secs_f64(self.lease_wait).map_err(|e| {
+            CliError::Other(format!(
+                "--lease-wait {}: {e} (expected seconds >= 0)",
+                self.lease_wait
+            ))
+        })
+    }
+}
+
+/// Starts the service; while the publisher lease is held by another holder
+/// (a killed process's lease has not expired yet), retries until `wait`
+/// has passed, announcing the wait once.
+pub(crate) async fn start_waiting_for_lease(
+    cfg: ValidConfig,
+    store: AnyStore,
+    catalog: CatalogClient,
+    wait: Duration,
+) -> Result<Service<AnyStore>, CliError> {
+    let until = Instant::now() + wait;
+    let mut announced = false;
+    // Bounded by `wait`: every iteration sleeps 500 ms.
+    loop {
+        match Service::start(cfg.clone(), store.clone(), catalog.clone()).await {
+            Err(StartError::Lease(LeaseError::Held { holder, .. })) if Instant::now() < until => {
+                if !announced {
+                    println!(
+                        "the publisher lease is held by {holder:?} (a stopped or killed process?); \
+                         waiting up to {wait:.0?} for it to expire"
+                    );
+                    announced = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 async fn run_service(
     cfg: ValidConfig,
     catalog: CatalogClient,
     store: AnyStore,
+    wait: Duration,
     work: impl FnOnce(&Service<AnyStore>) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let timeout = cfg.close_flush_timeout;
-    let service = Service::start(cfg, store, catalog).await?;
+    let service = start_waiting_for_lease(cfg, store, catalog, wait).await?;
     let worked = work(&service);
     let flushed = service.flush(timeout).await;
     let snapshot = service.snapshot();
@@ -410,12 +465,55 @@ async fn run_service(
 }
 
 /// `capcat reconcile`.
-pub(crate) async fn reconcile(common: &Common) -> Result<(), CliError> {
+pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), CliError> {
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
     let catalog = open_catalog(&cfg, &target)?;
     let store = store_target.open()?;
-    run_service(cfg, catalog, store, |_| Ok(())).await
+    run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
+}
+
+/// `.ready` and `.open` pack files in a spool directory (absent: none).
+fn spool_counts(dir: &Path) -> Result<(usize, usize), CliError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
+        Err(e) => return Err(CliError::io("list the spool")(e)),
+    };
+    let (mut ready, mut open) = (0, 0);
+    for entry in entries {
+        let name = entry.map_err(CliError::io("list the spool"))?.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(capcat_service::spool::READY_SUFFIX) {
+            ready += 1;
+        } else if name.ends_with(capcat_service::spool::OPEN_SUFFIX) {
+            open += 1;
+        }
+    }
+    Ok((ready, open))
+}
+
+/// `capcat drain`.
+pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliError> {
+    let (mut cfg, target, store_target) = config(common)?;
+    cfg.raw.reconcile_on_start = true;
+    let spool_dir = cfg.raw.spool_dir.clone();
+    let (ready, open) = spool_counts(&spool_dir)?;
+    println!(
+        "spool {}: {ready} sealed pack(s) to upload and index, {open} unsealed .open file(s) to sweep",
+        spool_dir.display()
+    );
+    if !cfg.raw.owns_spool && open > 0 {
+        println!("  owns_spool = false: .open files are left for the spool's owner");
+    }
+    let catalog = open_catalog(&cfg, &target)?;
+    let store = store_target.open()?;
+    run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await?;
+    let (ready_after, open_after) = spool_counts(&spool_dir)?;
+    println!(
+        "drained: {ready_after} sealed and {open_after} unsealed pack file(s) left in the spool"
+    );
+    Ok(())
 }
 
 /// `capcat ingest`.
@@ -483,7 +581,7 @@ pub(crate) async fn ingest(
         records.len(),
         files.len()
     );
-    run_service(cfg, catalog, store, move |service| {
+    run_service(cfg, catalog, store, Duration::ZERO, move |service| {
         for (metadata, payload) in records {
             service
                 .append(metadata, payload)

@@ -68,9 +68,18 @@ enum Command {
         /// Packs to seal them into.
         #[arg(long, default_value_t = 3)]
         packs: u64,
-        /// The run id the records carry.
+        /// The run id the records carry. Ids and payloads derive from it:
+        /// the same run on the same directory replays (and is skipped), a
+        /// new run adds new captures.
         #[arg(long, default_value = "run-0001")]
         run: String,
+        /// Seal nothing and start no service: check that every record of
+        /// --run the catalog of --dir holds appears once and is
+        /// byte-identical to what the demo captures, and print each pack
+        /// found with its record count. Use it after `capcat drain` on a
+        /// directory whose demo was interrupted.
+        #[arg(long)]
+        verify_only: bool,
     },
     /// Print every statement the protocol machines run for a prefix.
     Sql,
@@ -117,8 +126,24 @@ enum Command {
         #[command(subcommand)]
         action: SchemaAction,
     },
-    /// Index packs in the store that the catalog does not hold.
-    Reconcile,
+    /// Index packs in the store that the catalog does not hold (and drain
+    /// the spool), then exit.
+    Reconcile {
+        #[command(flatten)]
+        wait: commands::LeaseWait,
+    },
+    /// Finish what a stopped or killed process left, then exit: seal
+    /// nothing; sweep the spool's unsealed `.open` files (packs a crashed
+    /// writer never finished), upload and index every sealed `.ready` pack,
+    /// index packs in the store the catalog lacks (uploaded before a
+    /// crash), flush and release the lease. When a dead process's lease is
+    /// still live, waits for it to expire (up to --lease-wait). For a
+    /// `capcat demo --dir D` directory pass
+    /// `--catalog embedded:D/catalog --store local:D/store --spool D/spool --prefix capcat_demo`.
+    Drain {
+        #[command(flatten)]
+        wait: commands::LeaseWait,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -152,6 +177,9 @@ pub(crate) enum CliError {
     /// A catalog read failed.
     #[error("catalog read: {0}")]
     Reader(#[from] capcat_proto::reader::ReaderError),
+    /// A catalog operation failed.
+    #[error("catalog: {0}")]
+    Catalog(#[from] capcat_clickhouse::CatalogError),
     /// A pack could not be written or read.
     #[error("pack: {0}")]
     Pack(#[from] capcat_pack::PackError),
@@ -216,12 +244,14 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             records,
             packs,
             run,
+            verify_only,
         } => {
             demo::run(demo::DemoOptions {
                 dir,
                 records,
                 packs,
                 run,
+                verify_only,
             })
             .await
         }
@@ -242,6 +272,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Schema {
             action: SchemaAction::Drop { yes },
         } => commands::schema_drop(&common, yes).await,
-        Command::Reconcile => commands::reconcile(&common).await,
+        Command::Reconcile { wait } => commands::reconcile(&common, wait).await,
+        Command::Drain { wait } => commands::drain(&common, wait).await,
     }
 }

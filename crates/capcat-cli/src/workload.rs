@@ -60,6 +60,17 @@ pub(crate) fn records_per_step() -> u64 {
     LAYERS * HOOKS.len() as u64
 }
 
+/// 128 bits of the SHA-256 of the run id: distinct runs get distinct
+/// capture ids, pack ids and payloads (two runs on one directory are two
+/// sets of captures, never one capture claimed twice).
+fn run_namespace(run: &str) -> u128 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(run.as_bytes());
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    u128::from_le_bytes(bytes)
+}
+
 /// A deterministic id from a namespace and a number.
 fn derived_id(namespace: u128, n: u64) -> Uuid {
     // The v4 bits are set so the id is a canonical random-looking UUID.
@@ -94,7 +105,9 @@ pub(crate) fn record(run: &str, n: u64) -> (RecordMetadata, Bytes) {
     let within = n % per_step;
     let layer = within / HOOKS.len() as u64;
     let hook = &HOOKS[usize::try_from(within % HOOKS.len() as u64).unwrap_or(0)];
-    let mut mix = Mix(n.wrapping_mul(31).wrapping_add(run.len() as u64));
+    // Truncation is intended: any 64 bits of the run's namespace seed it.
+    let seed = run_namespace(run) as u64;
+    let mut mix = Mix(n.wrapping_mul(31).wrapping_add(seed));
     let elements: u64 = hook.shape.iter().product();
     let payload: Vec<u8> = match hook.dtype {
         Dtype::BF16 => (0..elements)
@@ -114,7 +127,10 @@ pub(crate) fn record(run: &str, n: u64) -> (RecordMetadata, Bytes) {
             experiment_id: EXPERIMENT.to_owned(),
             run_id: run.to_owned(),
             captured_at_ns: 1_700_000_000_000_000_000 + n * 1_000,
-            capture_id: derived_id(0x0C0F_FEE0_0000_0000_0000_0000_0000_0001, n),
+            capture_id: derived_id(
+                0x0C0F_FEE0_0000_0000_0000_0000_0000_0001 ^ run_namespace(run),
+                n,
+            ),
         },
         model: "Qwen/Qwen2.5-0.5B".to_owned(),
         module_path: module_path.clone(),
@@ -132,7 +148,7 @@ pub(crate) fn record(run: &str, n: u64) -> (RecordMetadata, Bytes) {
 #[must_use]
 pub(crate) fn pack_id(run: &str, index: u64) -> Uuid {
     derived_id(
-        0x9ACC_0000_0000_0000_0000_0000_0000_0002 ^ (run.len() as u128) << 64,
+        0x9ACC_0000_0000_0000_0000_0000_0000_0002 ^ run_namespace(run),
         index,
     )
 }
@@ -176,6 +192,11 @@ mod tests {
         let (c, _) = record("r", 7);
         assert_eq!(c.dtype, Dtype::I64);
         assert_ne!(a.identity.capture_id, c.identity.capture_id);
+        // Runs of the same length (the old namespace) still differ.
+        let (other, other_payload) = record("s", 5);
+        assert_ne!(a.identity.capture_id, other.identity.capture_id);
+        assert_ne!(pa, other_payload);
+        assert_ne!(pack_id("r", 0), pack_id("s", 0));
         let p1 = seal_pack("r", 0, 0, 8).expect("seal");
         let p2 = seal_pack("r", 0, 0, 8).expect("seal");
         assert_eq!(p1.bytes, p2.bytes);
