@@ -15,7 +15,7 @@ use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
 use capcat_service::catalog::describe_statements;
-use capcat_service::{CatalogClient, Service, ServiceConfig, Spool, StartError, ValidConfig};
+use capcat_service::{CatalogClient, Service, ServiceConfig, StartError, ValidConfig};
 use uuid::Uuid;
 
 use crate::target::{CatalogTarget, StoreTarget};
@@ -236,6 +236,34 @@ fn npy(dtype: Dtype, shape: &[u64], payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A safetensors file holding one tensor: an 8-byte little-endian header
+/// length, the JSON header (padded with spaces to a multiple of 8, as the
+/// format recommends), then the bytes. The dtype names are the
+/// safetensors names, so every dtype round-trips unchanged.
+fn safetensors_file(
+    name: &str,
+    dtype: Dtype,
+    shape: &[u64],
+    payload: &[u8],
+) -> Result<Vec<u8>, CliError> {
+    let header = serde_json::json!({
+        name: {
+            "dtype": dtype.to_string(),
+            "shape": shape,
+            "data_offsets": [0, payload.len()],
+        }
+    });
+    let mut header = serde_json::to_vec(&header)
+        .map_err(|e| CliError::Other(format!("safetensors header: {e}")))?;
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend(header);
+    out.extend_from_slice(payload);
+    Ok(out)
+}
+
 /// `capcat hydrate`.
 pub(crate) async fn hydrate(
     common: &Common,
@@ -277,10 +305,10 @@ pub(crate) async fn hydrate(
     };
     let payload = verify_hydrated(&locator, bytes)?;
     let dtype = Dtype::from_str(&d.dtype)?;
-    let data = if out.extension().is_some_and(|e| e == "npy") {
-        npy(dtype, &d.shape, &payload)
-    } else {
-        payload.to_vec()
+    let data = match out.extension().and_then(|e| e.to_str()) {
+        Some("npy") => npy(dtype, &d.shape, &payload),
+        Some("safetensors") => safetensors_file(&d.tensor_name, dtype, &d.shape, &payload)?,
+        _ => payload.to_vec(),
     };
     std::fs::write(out, data).map_err(CliError::io("write the output"))?;
     println!(
@@ -294,17 +322,117 @@ pub(crate) async fn hydrate(
     Ok(())
 }
 
+/// Whether process `pid` exists on this machine (Linux `/proc`; a pid can
+/// be reused, so "alive" means "a process with that id runs").
+fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// A JSON value on one line, strings without quotes.
+fn json_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "none".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Prints the status file a service writes into its spool every cycle.
+fn print_status_file(spool_dir: &Path) {
+    let status = match capcat_service::read_status(spool_dir) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            println!(
+                "service: no status file in {} (no service has run on this spool)",
+                spool_dir.display()
+            );
+            return;
+        }
+        Err(e) => {
+            println!("service: {e}");
+            return;
+        }
+    };
+    let now = u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis()),
+    )
+    .unwrap_or(u64::MAX);
+    let age_ms = now.saturating_sub(status.written_at);
+    let alive = pid_alive(status.pid);
+    let state = match (status.closed, alive) {
+        (true, _) => "closed",
+        (false, true) => "running",
+        // Written by a process that is gone without closing: killed or
+        // crashed. What it left is in the spool and the store; `capcat
+        // drain` finishes it.
+        (false, false) => "stopped without closing (killed?); `capcat drain` finishes its work",
+    };
+    println!(
+        "service {} (prefix {}): {state}",
+        status.holder, status.catalog_prefix
+    );
+    println!(
+        "  snapshot age {:.1} s (written at {} ms since the epoch), pid {} {}",
+        age_ms as f64 / 1000.0,
+        status.written_at,
+        status.pid,
+        if alive { "alive" } else { "not running" }
+    );
+    // Every field of the snapshot, by name, whatever this build knows of
+    // it: a field added to the service shows here without a CLI change.
+    match serde_json::to_value(&status.snapshot) {
+        Ok(serde_json::Value::Object(fields)) => {
+            for (name, value) in fields {
+                match value {
+                    serde_json::Value::Object(inner) => {
+                        let parts: Vec<String> = inner
+                            .iter()
+                            .map(|(k, v)| format!("{k} {}", json_text(v)))
+                            .collect();
+                        println!("  {name}: {}", parts.join(", "));
+                    }
+                    serde_json::Value::Array(items) if name == "rejected_packs" => {
+                        println!("  {name}: {}", items.len());
+                        for item in &items {
+                            println!(
+                                "    {} {}",
+                                json_text(&item["pack_id"]),
+                                json_text(&item["reason"])
+                            );
+                        }
+                    }
+                    other => println!("  {name}: {}", json_text(&other)),
+                }
+            }
+        }
+        Ok(other) => println!("  snapshot: {other}"),
+        Err(e) => println!("  snapshot: {e}"),
+    }
+}
+
 /// `capcat status`.
 pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
-    let spool = Spool::open(&cfg.raw.spool_dir)?;
-    let listing = spool.list_ready(0)?;
+    print_status_file(&cfg.raw.spool_dir);
+    let (ready, open) = spool_counts(&cfg.raw.spool_dir)?;
     println!(
-        "spool {}: {} sealed pack(s) waiting",
-        cfg.raw.spool_dir.display(),
-        listing.total_ready
+        "spool {}: {ready} sealed pack(s) waiting, {open} unsealed (.open)",
+        cfg.raw.spool_dir.display()
     );
-    let catalog = open_catalog(&cfg, &target)?;
+    // An embedded catalog is open in one process at a time: while the
+    // service runs, the catalog half of the status is its error.
+    let catalog = match open_catalog(&cfg, &target) {
+        Ok(catalog) => catalog,
+        Err(e) => {
+            println!(
+                "catalog {}: {e} (an embedded catalog cannot be read while its service runs)",
+                cfg.tables.prefix()
+            );
+            return Ok(());
+        }
+    };
     match head_watermark(&catalog).await {
         Ok(w) => println!(
             "catalog {}: published head (watermark) {w}",

@@ -108,18 +108,24 @@ enum Command {
         #[arg(required = true)]
         ids: Vec<uuid::Uuid>,
     },
-    /// Hydrate one capture to a `.npy` file (or raw little-endian bytes).
+    /// Hydrate one capture, verified against its SHA-256, to a file: `.npy`
+    /// (NumPy; bf16 widened to f32), `.safetensors` (one tensor, dtype and
+    /// shape as captured), anything else the raw little-endian bytes.
     Hydrate {
         /// The tenant.
         #[arg(long)]
         tenant: String,
         /// The capture id.
         id: uuid::Uuid,
-        /// The output file (`.npy` writes a NumPy array; anything else the raw bytes).
+        /// The output file: `.npy`, `.safetensors` or raw bytes.
         #[arg(long)]
         out: PathBuf,
     },
-    /// The spool, the catalog's published head and the demand fold.
+    /// A service's status and the catalog's demand: the status file the
+    /// service writes into its spool every cycle (age, pid and whether it
+    /// runs, every snapshot counter), the spool, the catalog's published
+    /// head and the demand fold per shard. Point --spool (and --catalog,
+    /// --prefix) at the service's.
     Status,
     /// Check or drop the catalog schema.
     Schema {

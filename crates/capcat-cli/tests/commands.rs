@@ -1,0 +1,404 @@
+//! The user commands, run as a user runs them: the `capcat` binary against
+//! the embedded engine (`CAPCAT_LIBCHDB`) and, for the S3 store, the S3 test
+//! server (`CAPCAT_S3_SERVER_BIN`). Each test skips with a printed line when
+//! its engine is absent, unless `CAPCAT_REQUIRE_ENGINES=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Whether the engine in `var` is there; else prints the skip (or fails
+/// when engines are required).
+fn engine(test: &str, var: &str) -> bool {
+    if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+        return true;
+    }
+    assert!(
+        std::env::var("CAPCAT_REQUIRE_ENGINES").as_deref() != Ok("1"),
+        "{test}: {var} is not set and CAPCAT_REQUIRE_ENGINES=1"
+    );
+    println!("{test}: skipped: {var} is not set");
+    false
+}
+
+/// `capcat` with the flags that point it at `dir`'s catalog, spool and
+/// `store`, then `args`; fails the test unless it succeeds.
+struct Capcat {
+    dir: PathBuf,
+    store: String,
+    prefix: String,
+    env: Vec<(String, String)>,
+}
+
+impl Capcat {
+    fn local(dir: &Path, prefix: &str) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            store: format!("local:{}", dir.join("store").display()),
+            prefix: prefix.to_owned(),
+            env: Vec::new(),
+        }
+    }
+
+    fn output(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+        command
+            .arg("--catalog")
+            .arg(format!("embedded:{}", self.dir.join("catalog").display()))
+            .args(["--store", &self.store, "--prefix", &self.prefix])
+            .arg("--spool")
+            .arg(self.dir.join("spool"))
+            .args(args);
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command.output().unwrap()
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.output(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "capcat {args:?} failed:\n{text}");
+        text
+    }
+}
+
+/// One tensor of a safetensors file: name, dtype, shape, bytes.
+type Tensor = (&'static str, &'static str, Vec<u64>, Vec<u8>);
+
+/// A safetensors file written byte by byte: 8-byte little-endian header
+/// length, the JSON header, the data (tensors back to back, in order).
+fn safetensors_bytes(tensors: &[Tensor]) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        let start = data.len();
+        data.extend_from_slice(bytes);
+        header.insert(
+            (*name).to_owned(),
+            serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend(header);
+    out.extend(data);
+    out
+}
+
+/// Two files of small tensors of several dtypes; returns every tensor by name.
+fn write_inputs(dir: &Path) -> BTreeMap<&'static str, Tensor> {
+    std::fs::create_dir_all(dir).unwrap();
+    let f32s: Vec<u8> = [1.5_f32, -2.0, 0.25, 3.0, 4.5, -0.125]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let i64s: Vec<u8> = [7_i64, -8, 9, 1 << 40]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let bf16s: Vec<u8> = [0x3f80_u16, 0xc000, 0x4040, 0x0000, 0x7f80]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let first: Vec<Tensor> = vec![
+        ("layer0.attn.out", "F32", vec![2, 3], f32s),
+        ("layer0.position_ids", "I64", vec![4], i64s),
+    ];
+    let second: Vec<Tensor> = vec![
+        ("layer1.mlp.down", "BF16", vec![5], bf16s),
+        ("layer1.mask", "U8", vec![3], vec![0, 1, 255]),
+    ];
+    std::fs::write(dir.join("a.safetensors"), safetensors_bytes(&first)).unwrap();
+    std::fs::write(dir.join("b.safetensors"), safetensors_bytes(&second)).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not a tensor file").unwrap();
+    first.into_iter().chain(second).map(|t| (t.0, t)).collect()
+}
+
+/// `capcat search` rows: (capture id, tensor name, pack id).
+fn search_rows(text: &str) -> Vec<(String, String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let id = uuid::Uuid::parse_str(words.first()?).ok()?;
+            let step = words.iter().position(|w| *w == "step")?;
+            let pack = words.iter().position(|w| *w == "pack")?;
+            Some((
+                id.to_string(),
+                (*words.get(step + 2)?).to_owned(),
+                (*words.get(pack + 1)?).to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Ingests `inputs`, then finds every tensor with search and get, and
+/// hydrates each back (raw and safetensors), comparing bytes.
+fn ingest_and_read_back(capcat: &Capcat, work: &Path) -> usize {
+    let inputs = write_inputs(&work.join("in"));
+    let said = capcat.run(&[
+        "ingest",
+        work.join("in").to_str().unwrap(),
+        "--tenant",
+        "acme",
+        "--run",
+        "r1",
+    ]);
+    assert!(
+        said.contains("ingesting 4 tensor(s) from 2 file(s)"),
+        "{said}"
+    );
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--run", "r1"]));
+    let names: Vec<&str> = found.iter().map(|r| r.1.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        inputs.keys().copied().collect::<Vec<_>>(),
+        "search found {found:?}"
+    );
+    // A filtered search narrows to one file's tensors.
+    let layer1 =
+        search_rows(&capcat.run(&["search", "--tenant", "acme", "--tensor-prefix", "layer1."]));
+    assert_eq!(layer1.len(), 2, "{layer1:?}");
+    let ids: Vec<&str> = found.iter().map(|r| r.0.as_str()).collect();
+    let mut get_args = vec!["get", "--tenant", "acme"];
+    get_args.extend(&ids);
+    let got = capcat.run(&get_args);
+    assert_eq!(search_rows(&got).len(), 4, "{got}");
+    assert!(!got.contains("not found"), "{got}");
+
+    let out = work.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    for (id, name, _) in &found {
+        let (_, dtype, shape, bytes) = &inputs[name.as_str()];
+        let raw = out.join(format!("{name}.bin"));
+        capcat.run(&[
+            "hydrate",
+            "--tenant",
+            "acme",
+            id,
+            "--out",
+            raw.to_str().unwrap(),
+        ]);
+        assert_eq!(&std::fs::read(&raw).unwrap(), bytes, "{name}: raw bytes");
+        let st = out.join(format!("{name}.safetensors"));
+        capcat.run(&[
+            "hydrate",
+            "--tenant",
+            "acme",
+            id,
+            "--out",
+            st.to_str().unwrap(),
+        ]);
+        let file = std::fs::read(&st).unwrap();
+        let parsed = safetensors::SafeTensors::deserialize(&file).unwrap();
+        let view = parsed.tensor(name).unwrap();
+        assert_eq!(format!("{:?}", view.dtype()), *dtype, "{name}: dtype");
+        let got_shape: Vec<u64> = view.shape().iter().map(|d| *d as u64).collect();
+        assert_eq!(&got_shape, shape, "{name}: shape");
+        assert_eq!(view.data(), bytes.as_slice(), "{name}: safetensors bytes");
+    }
+    found.len()
+}
+
+#[test]
+fn ingest_seals_safetensors_files_and_reads_every_tensor_back_byte_identical() {
+    let test = "ingest";
+    if !engine(test, "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_ingest");
+    let n = ingest_and_read_back(&capcat, work.path());
+    println!("{test}: {n} tensors ingested, found, hydrated raw and as safetensors");
+}
+
+#[test]
+fn status_prints_the_service_snapshot_and_demand() {
+    let test = "status";
+    if !engine(test, "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let demo = Command::new(env!("CARGO_BIN_EXE_capcat"))
+        .args([
+            "demo",
+            "--records",
+            "960",
+            "--packs",
+            "3",
+            "--run",
+            "status",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        demo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&demo.stderr)
+    );
+    let capcat = Capcat::local(dir, "capcat_demo");
+    let said = capcat.run(&["status"]);
+    println!("{said}");
+    for expected in [
+        "(prefix capcat_demo): closed",
+        "snapshot age ",
+        "not running",
+        "  uploaded: 3\n",
+        "  indexed: 3\n",
+        "  pending_index: 0\n",
+        "  rejected_packs: 0\n",
+        "  drained: true\n",
+        "  last_error: none\n",
+        "  lease_held: false\n",
+        "  cycles: ",
+        "  demand: ",
+        "published ",
+        "0 sealed pack(s) waiting",
+        "published head (watermark) 1",
+        "demand: 0 pending pack(s)",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+    }
+
+    // The same file as a running service of this very process wrote it:
+    // the pid is alive and the service is not closed.
+    let path = dir.join("spool/status.json");
+    let mut status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    status["pid"] = std::process::id().into();
+    status["closed"] = false.into();
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let said = capcat.run(&["status"]);
+    assert!(said.contains("): running"), "{said}");
+    assert!(
+        said.contains(&format!("pid {} alive", std::process::id())),
+        "{said}"
+    );
+
+    // A pid that is gone and never closed: a killed service.
+    status["pid"] = u32::MAX.into();
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let said = capcat.run(&["status"]);
+    assert!(said.contains("stopped without closing"), "{said}");
+
+    // A torn file is reported, not fatal.
+    std::fs::write(&path, b"{\"format\": 1, \"pid\"").unwrap();
+    let said = capcat.run(&["status"]);
+    assert!(said.contains("is corrupt"), "{said}");
+    assert!(said.contains("published head (watermark) 1"), "{said}");
+}
+
+/// The S3 test server on 127.0.0.1 with a bucket; killed when dropped.
+struct S3Server {
+    child: std::process::Child,
+    _root: tempfile::TempDir,
+    endpoint: String,
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const ACCESS: &str = "capcat-cli-access";
+const SECRET: &str = "capcat-cli-secret";
+
+fn s3_server(bucket: &str) -> S3Server {
+    let binary = std::env::var_os("CAPCAT_S3_SERVER_BIN").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // The server keeps a bucket as a directory under its root: making the
+    // directory is creating the bucket (the CLI expects an existing one).
+    std::fs::create_dir(root.path().join(bucket)).unwrap();
+    let mut child = Command::new(binary)
+        .arg("--root")
+        .arg(root.path())
+        .args([
+            "--port",
+            "0",
+            "--access-key",
+            ACCESS,
+            "--secret-key",
+            SECRET,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: std::net::SocketAddr = line.trim().parse().unwrap();
+    S3Server {
+        child,
+        _root: root,
+        endpoint: format!("http://{addr}"),
+    }
+}
+
+#[test]
+fn the_s3_store_ingests_searches_and_hydrates_through_the_s3_server() {
+    let test = "s3_store";
+    if !engine(test, "CAPCAT_LIBCHDB") || !engine(test, "CAPCAT_S3_SERVER_BIN") {
+        return;
+    }
+    let bucket = "capcat-cli-s3";
+    let server = s3_server(bucket);
+    let work = tempfile::tempdir().unwrap();
+    let mut capcat = Capcat::local(work.path(), "cli_s3");
+    capcat.store = format!("s3://{bucket}?endpoint={}", server.endpoint);
+    capcat.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), ACCESS.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), SECRET.to_owned()),
+    ];
+    let n = ingest_and_read_back(&capcat, work.path());
+    // The packs are in the bucket, not on local disk.
+    let objects: Vec<_> = walk(&server._root.path().join(bucket));
+    assert!(
+        objects
+            .iter()
+            .any(|p| p.to_string_lossy().contains("v1/cli_s3/")
+                && p.extension().is_some_and(|e| e == "pack")),
+        "no pack object in the bucket: {objects:?}"
+    );
+    assert!(!work.path().join("store").exists());
+    // Reconcile through S3 (list, HEAD) finds nothing new to index.
+    let said = capcat.run(&["reconcile"]);
+    assert!(said.contains("recovered by reconcile 0"), "{said}");
+    assert!(said.contains("HEAD errors 0"), "{said}");
+    println!(
+        "{test}: {n} tensors through s3://{bucket} at {}",
+        server.endpoint
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
