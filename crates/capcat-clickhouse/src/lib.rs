@@ -8,7 +8,10 @@
 //!   crate writes no SQL of its own. It supplies what the machines may not
 //!   own: jitter draws ([`Jitter`]), fresh ids (UUID v4) and the transport.
 //! - [`Catalog`] ties a transport, the table names and the protocol
-//!   configuration together; the service and the CLI use it.
+//!   configuration together; the service and the CLI use it. Besides the
+//!   protocol operations it reads which packs the inventory holds
+//!   ([`Catalog::committed`], for the service's reconciler) and the demand
+//!   events ([`Catalog::read_demand`]).
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +25,7 @@ pub use transport::{
 mod catalog;
 mod drive;
 mod error;
+mod inventory;
 mod jitter;
 mod lease;
 

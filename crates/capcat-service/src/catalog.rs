@@ -1,256 +1,36 @@
-//! A thin driver of capcat-proto's machines over a capcat-clickhouse
-//! [`Transport`].
+//! The service's view of the catalog: capcat-clickhouse's [`Catalog`], and
+//! the one decision the service makes about catalog failures (whether a
+//! failed index pass counts against its packs).
 //!
-//! Adapter note: capcat-clickhouse's own `Catalog` (schema, lease handle,
-//! indexer, reader) was still being written when this service was; its
-//! [`Transport`] was committed first. This module is the minimum the
-//! service needs on top of it and makes no protocol decision: it loops over
-//! the real machines, executes what they emit, and supplies what they may
-//! not own (jitter draws and fresh ids). It can be replaced by the crate's
-//! `Catalog` without touching the service's logic.
+//! The service runs every catalog operation through [`Catalog`] (one drive
+//! loop, in capcat-clickhouse) and holds the publisher lease as a
+//! [`capcat_clickhouse::LeaseHandle`]; nothing here drives a machine.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
-use capcat_clickhouse::Transport;
-use capcat_proto::demand::{DemandEvent, DemandRead, ReadDemand, storage};
-use capcat_proto::index::sql::read_committed;
-use capcat_proto::reader::{GetByIds, Lookup, Page, ReaderError, SearchPage, SearchQuery};
-use capcat_proto::schema::{EnsureOutcome, EnsureSchema, SchemaError, drop_schema};
+pub use capcat_clickhouse::Catalog;
+use capcat_clickhouse::CatalogError;
+use capcat_proto::demand::{DemandEvent, ReadDemand, storage};
+use capcat_proto::schema::drop_schema;
 use capcat_proto::{
-    Config, Failure, IndexError, IndexPass, IndexReport, Input, Lease, LeaseClaim, LeaseError,
-    Machine, Release, Rows, Statement, Step, Tables, Value,
+    Config, Failure, IndexError, IndexPass, Lease, LeaseClaim, Machine as _, Release, Step, Tables,
 };
 use uuid::Uuid;
 
-/// A uniform draw in `0..below` from the operating system's randomness (a v4
-/// UUID's random bits): the jitter the lease and allocator machines ask for.
-fn draw(below: u64) -> u64 {
-    let below = below.max(1);
-    u64::try_from(Uuid::new_v4().as_u128() % u128::from(below)).unwrap_or(0)
-}
+/// The catalog the service publishes to: capcat-clickhouse's [`Catalog`].
+/// The name is kept from when the service carried its own client, so
+/// callers that spell it keep building; new code should name [`Catalog`].
+pub type CatalogClient = Catalog;
 
-/// Runs `machine` to completion over `transport`. Bounded: every machine
-/// terminates within its documented attempt bound whatever it is handed.
-pub async fn drive<M: Machine>(transport: &dyn Transport, mut machine: M) -> M::Outcome {
-    loop {
-        match machine.poll() {
-            Step::Execute(stmt) => {
-                let input = match transport.execute(&stmt).await {
-                    Ok(rows) => Input::Rows(rows),
-                    Err(failure) => Input::Failed(failure),
-                };
-                machine.handle(input);
-            }
-            Step::Draw { below } => machine.handle(Input::Drawn(draw(below))),
-            Step::Done(outcome) => return outcome,
-        }
-    }
-}
-
-/// One catalog: a transport, its tables and the protocol configuration.
-#[derive(Clone, Debug)]
-pub struct CatalogClient {
-    transport: Arc<dyn Transport>,
-    tables: Tables,
-    protocol: Config,
-}
-
-impl CatalogClient {
-    /// A catalog reached through `transport`.
-    #[must_use]
-    pub fn new(transport: Arc<dyn Transport>, tables: Tables, protocol: Config) -> Self {
-        Self {
-            transport,
-            tables,
-            protocol,
-        }
-    }
-
-    /// The tables.
-    #[must_use]
-    pub fn tables(&self) -> &Tables {
-        &self.tables
-    }
-
-    /// The protocol configuration.
-    #[must_use]
-    pub fn protocol(&self) -> &Config {
-        &self.protocol
-    }
-
-    /// The transport.
-    #[must_use]
-    pub fn transport(&self) -> &Arc<dyn Transport> {
-        &self.transport
-    }
-
-    /// Creates the catalog when absent, completes an unfinished install, or
-    /// refuses a catalog it does not recognise (never migrates).
-    ///
-    /// # Errors
-    /// The guard's refusal or a failed statement.
-    pub async fn ensure_schema(&self) -> Result<EnsureOutcome, SchemaError> {
-        drive(&*self.transport, EnsureSchema::new(self.tables.clone())).await
-    }
-
-    /// Drops every object of this catalog.
-    ///
-    /// # Errors
-    /// The first statement that failed.
-    pub async fn drop_schema(&self) -> Result<usize, Failure> {
-        let statements = drop_schema(&self.tables);
-        let count = statements.len();
-        for stmt in statements {
-            self.transport.execute(&stmt).await?;
-        }
-        Ok(count)
-    }
-
-    /// Takes the publisher lease as `holder` (re-acquiring `held` when it is
-    /// still the head).
-    ///
-    /// # Errors
-    /// Held by someone else, contested, or a failed statement.
-    pub async fn acquire(&self, holder: &str, held: Option<Lease>) -> Result<Lease, LeaseError> {
-        let claim = LeaseClaim::acquire(
-            self.tables.clone(),
-            self.protocol.clone(),
-            holder.to_owned(),
-            held,
-            Uuid::new_v4(),
-        );
-        drive(&*self.transport, claim).await
-    }
-
-    /// Extends `lease`.
-    ///
-    /// # Errors
-    /// No longer the head, or a failed statement.
-    pub async fn renew(&self, lease: Lease) -> Result<Lease, LeaseError> {
-        drive(
-            &*self.transport,
-            LeaseClaim::renew(self.tables.clone(), self.protocol.clone(), lease),
-        )
-        .await
-    }
-
-    /// Releases `lease` with one fenced statement.
-    ///
-    /// # Errors
-    /// The statement's effect is unknown: keep the lease (it expires).
-    pub async fn release(&self, lease: Lease) -> Result<(), LeaseError> {
-        drive(
-            &*self.transport,
-            Release::new(self.tables.clone(), self.protocol.clone(), lease),
-        )
-        .await
-    }
-
-    /// One index pass under `lease`; returns the lease as renewed by the pass.
-    pub async fn index(
-        &self,
-        lease: Lease,
-        descriptors: Vec<capcat_proto::CaptureDescriptor>,
-    ) -> (Lease, Result<IndexReport, IndexError>) {
-        let mut pass = IndexPass::new(
-            self.tables.clone(),
-            self.protocol.clone(),
-            lease,
-            descriptors,
-            Uuid::new_v4(),
-        );
-        // Driven by hand (not `drive`) so the renewed lease can be read
-        // back from the pass whatever its outcome.
-        loop {
-            match pass.poll() {
-                Step::Execute(stmt) => {
-                    let input = match self.transport.execute(&stmt).await {
-                        Ok(rows) => Input::Rows(rows),
-                        Err(failure) => Input::Failed(failure),
-                    };
-                    pass.handle(input);
-                }
-                Step::Draw { below } => pass.handle(Input::Drawn(draw(below))),
-                Step::Done(outcome) => return (pass.lease().clone(), outcome),
-            }
-        }
-    }
-
-    /// Which of `pack_ids` (in store `store_id`) the inventory holds.
-    ///
-    /// # Errors
-    /// A failed or malformed read.
-    pub async fn committed(
-        &self,
-        store_id: &str,
-        pack_ids: &[Uuid],
-    ) -> Result<BTreeSet<Uuid>, Failure> {
-        let mut out = BTreeSet::new();
-        for chunk in pack_ids.chunks(self.protocol.chunk()) {
-            let packs = chunk.iter().map(|id| (store_id.to_owned(), *id)).collect();
-            let rows = self
-                .transport
-                .execute(&read_committed(&self.tables, packs))
-                .await?;
-            for row in rows.0 {
-                match row.get(1) {
-                    Some(Value::Uuid(id)) => {
-                        out.insert(*id);
-                    }
-                    other => {
-                        return Err(Failure::Malformed {
-                            message: format!("index.read_committed: pack_id column held {other:?}"),
-                        });
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// One page of a search.
-    ///
-    /// # Errors
-    /// A bad query or a failed read.
-    pub async fn search(&self, query: SearchQuery) -> Result<Page, ReaderError> {
-        let machine = SearchPage::new(self.tables.clone(), query)?;
-        drive(&*self.transport, machine).await
-    }
-
-    /// Looks captures up by id at `watermark`.
-    ///
-    /// # Errors
-    /// A bad request or a failed read.
-    pub async fn get_by_ids(
-        &self,
-        tenant: &str,
-        ids: BTreeSet<Uuid>,
-        watermark: u64,
-    ) -> Result<Lookup, ReaderError> {
-        let machine = GetByIds::new(self.tables.clone(), tenant, ids, watermark)?;
-        drive(&*self.transport, machine).await
-    }
-
-    /// Appends one demand event.
-    ///
-    /// # Errors
-    /// The statement failed.
-    pub async fn append_demand(&self, event: &DemandEvent) -> Result<(), Failure> {
-        let stmt: Statement = storage::append(&self.tables, event, Uuid::new_v4());
-        self.transport.execute(&stmt).await.map(|_: Rows| ())
-    }
-
-    /// Reads and folds the demand events.
-    ///
-    /// # Errors
-    /// The read failed.
-    pub async fn read_demand(&self, limit: u64) -> Result<DemandRead, Failure> {
-        drive(
-            &*self.transport,
-            ReadDemand::new(self.tables.clone(), None, limit),
-        )
-        .await
+/// Whether a failed index pass is an outage that counts against no pack:
+/// everything but an index error refusing the packs' values (see
+/// [`index_error_is_outage`]). A released or lost lease, a machine that ran
+/// away, or any other catalog error says nothing about the packs.
+#[must_use]
+pub fn catalog_error_is_outage(error: &CatalogError) -> bool {
+    match error {
+        CatalogError::Index(error) => index_error_is_outage(error),
+        _ => true,
     }
 }
 
@@ -427,6 +207,21 @@ mod tests {
             detail: String::new(),
         };
         assert!(index_error_is_outage(&malformed));
+        // Through the adapter's error: only an index refusal of values
+        // counts against the packs.
+        let refusal = CatalogError::Index(statement(Failure::Server {
+            code: 27,
+            message: "Cannot parse input".into(),
+        }));
+        assert!(!catalog_error_is_outage(&refusal));
+        assert!(catalog_error_is_outage(&CatalogError::Index(lost)));
+        assert!(catalog_error_is_outage(&CatalogError::Released {
+            lease_id: Uuid::nil()
+        }));
+        assert!(catalog_error_is_outage(&CatalogError::MachineRunaway {
+            operation: "index",
+            steps: 1
+        }));
     }
 
     #[test]

@@ -98,6 +98,16 @@ pub enum ConfigError {
         /// The field.
         field: &'static str,
     },
+    /// A count is above what the part it sizes accepts.
+    #[error("{field} = {value} must be at most {max}")]
+    TooLarge {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: u64,
+        /// The largest value accepted.
+        max: u64,
+    },
     /// The catalog prefix is not a valid table and key prefix.
     #[error("catalog_prefix = {value:?} is not valid: {detail}")]
     BadPrefix {
@@ -346,6 +356,13 @@ impl ServiceConfig {
                 return Err(ConfigError::ZeroCount { field });
             }
         }
+        if self.demand_max_in_flight > capcat_clickhouse::demand::MAX_PUBLISH_SLOTS {
+            return Err(ConfigError::TooLarge {
+                field: "demand_max_in_flight",
+                value: self.demand_max_in_flight as u64,
+                max: capcat_clickhouse::demand::MAX_PUBLISH_SLOTS as u64,
+            });
+        }
         if self.index_batch_budget_bytes == 0 {
             return Err(ConfigError::ZeroCount {
                 field: "index_batch_budget_bytes",
@@ -521,6 +538,26 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn demand_slots_are_bounded_like_the_publisher_bounds_them() {
+        let max = capcat_clickhouse::demand::MAX_PUBLISH_SLOTS;
+        assert!(with(|c| c.demand_max_in_flight = max).is_ok());
+        assert_eq!(
+            with(|c| c.demand_max_in_flight = max + 1).err(),
+            Some(ConfigError::TooLarge {
+                field: "demand_max_in_flight",
+                value: max as u64 + 1,
+                max: max as u64
+            })
+        );
+        assert_eq!(
+            with(|c| c.demand_max_in_flight = 0).err(),
+            Some(ConfigError::ZeroCount {
+                field: "demand_max_in_flight"
+            })
+        );
     }
 
     #[test]

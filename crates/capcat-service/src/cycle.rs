@@ -12,14 +12,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use capcat_clickhouse::CatalogError;
 use capcat_pack::{PackReader, Sha256Digest};
-use capcat_proto::demand::DemandEvent;
-use capcat_proto::{CaptureDescriptor, IndexReport, LeaseError};
+use capcat_proto::{CaptureDescriptor, IndexError, IndexReport, LeaseError};
 use capcat_s3::{PackKey, PackMetadata, PackStore};
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
-use crate::catalog::index_error_is_outage;
+use crate::catalog::catalog_error_is_outage;
 use crate::descriptors::{descriptors_of, estimated_bytes};
 use crate::error::CycleError;
 use crate::service::{Inner, Owed};
@@ -397,11 +397,8 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             .merged_generation
             .fetch_add(batch.len() as u64, Ordering::Relaxed)
             + batch.len() as u64;
-        self.demand.publish(DemandEvent::executor_merged(
-            self.shard_id(),
-            self.epoch,
-            generation,
-        ));
+        self.demand
+            .executor_merged(&self.shard_id(), self.epoch, generation);
     }
 
     /// One index pass under the lease (taking it again when lost), holding
@@ -411,25 +408,32 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         descriptors: Vec<CaptureDescriptor>,
     ) -> Result<IndexReport, IndexFailure> {
         let mut guard = self.lease.lock().await;
-        let lease = match guard.clone() {
-            Some(lease) => lease,
-            None => match self.catalog.acquire(&self.cfg.raw.holder, None).await {
+        if guard.is_none() {
+            match self.catalog.acquire_lease(&self.cfg.raw.holder).await {
                 Ok(lease) => {
-                    tracing::info!(lease_id = %lease.lease_id, "publisher lease re-acquired");
-                    lease
+                    tracing::info!(lease_id = %lease.lease().lease_id, "publisher lease re-acquired");
+                    *guard = Some(lease);
                 }
                 Err(error) => return Err(IndexFailure::Outage(format!("lease: {error}"))),
-            },
-        };
-        let (lease, result) = self.catalog.index(lease, descriptors).await;
-        *guard = Some(lease);
+            }
+        }
+        let lease = guard
+            .as_mut()
+            .expect("the lease was just checked or acquired under this guard");
+        // The pass renews the lease inside it and hands the renewed lease
+        // back to the handle, whatever its outcome.
+        let result = self.catalog.index(lease, descriptors).await;
         match result {
             Ok(report) => Ok(report),
             Err(error) => {
-                if matches!(error, capcat_proto::IndexError::LeaseLost { .. }) {
+                if matches!(
+                    error,
+                    CatalogError::Index(IndexError::LeaseLost { .. })
+                        | CatalogError::Released { .. }
+                ) {
                     *guard = None;
                 }
-                if index_error_is_outage(&error) {
+                if catalog_error_is_outage(&error) {
                     Err(IndexFailure::Outage(error.to_string()))
                 } else {
                     Err(IndexFailure::Refused(error.to_string()))
@@ -452,16 +456,19 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                 return;
             }
             let mut guard = self.lease.lock().await;
-            let Some(lease) = guard.clone() else {
+            let Some(lease) = guard.as_mut() else {
                 continue;
             };
-            match tokio::time::timeout(period, self.catalog.renew(lease)).await {
-                Ok(Ok(renewed)) => {
-                    *guard = Some(renewed);
+            match tokio::time::timeout(period, lease.renew()).await {
+                Ok(Ok(_)) => {
                     self.lock_state().snapshot.lease_renewals += 1;
                 }
                 Ok(Err(error)) => {
-                    if matches!(error, LeaseError::NotHeld { .. }) {
+                    if matches!(
+                        error,
+                        CatalogError::Lease(LeaseError::NotHeld { .. })
+                            | CatalogError::Released { .. }
+                    ) {
                         // Taken over or expired: the next publish acquires
                         // it again (or finds it held and waits).
                         *guard = None;

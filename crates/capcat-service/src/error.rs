@@ -20,6 +20,26 @@ pub enum StartError {
     /// The service must be started inside a tokio runtime.
     #[error("the service must be started inside a tokio runtime")]
     NoRuntime,
+    /// The demand publisher refused its bounds.
+    #[error("demand publisher: {0}")]
+    Demand(#[from] capcat_clickhouse::demand::PublisherError),
+    /// Any other catalog failure at start (the schema and lease failures
+    /// are reported as [`StartError::Schema`] and [`StartError::Lease`]).
+    #[error("catalog: {0}")]
+    Catalog(capcat_clickhouse::CatalogError),
+}
+
+impl StartError {
+    /// A catalog error at start, with the schema guard's and the lease's
+    /// own errors unwrapped, so a caller can match a held lease as
+    /// `StartError::Lease(LeaseError::Held { .. })`.
+    pub(crate) fn from_catalog(error: capcat_clickhouse::CatalogError) -> Self {
+        match error {
+            capcat_clickhouse::CatalogError::Schema(error) => Self::Schema(error),
+            capcat_clickhouse::CatalogError::Lease(error) => Self::Lease(error),
+            other => Self::Catalog(other),
+        }
+    }
 }
 
 /// One failed cycle: the reason goes to `last_error`, and the loop backs off.
@@ -61,9 +81,10 @@ pub enum CycleError {
     /// The publisher lease could not be taken or kept.
     #[error("publisher lease: {0}")]
     Lease(#[from] capcat_proto::LeaseError),
-    /// A catalog read failed.
-    #[error("catalog read: {0}")]
-    Catalog(capcat_proto::Failure),
+    /// A catalog operation other than an index pass failed (the
+    /// reconciler's inventory read).
+    #[error("catalog: {0}")]
+    Catalog(#[from] capcat_clickhouse::CatalogError),
     /// A blocking task panicked or was cancelled.
     #[error("background task failed: {0}")]
     Task(String),

@@ -10,9 +10,10 @@
 //!   [`Service::close`] and [`Service::snapshot`].
 //! - [`status`]: the snapshot written to `<spool_dir>/status.json` once per
 //!   cycle and on close, and [`read_status`] for `capcat status`.
-//! - [`CatalogClient`]: a thin driver of capcat-proto's machines over a
-//!   capcat-clickhouse transport (an adapter until that crate's `Catalog`
-//!   lands).
+//! - The catalog is capcat-clickhouse's [`Catalog`] (its one drive loop,
+//!   its [`capcat_clickhouse::LeaseHandle`]); demand events go through its
+//!   [`DemandPublisher`] (bounded slots, dropped and counted when full,
+//!   drained on close). [`CatalogClient`] is the old name of [`Catalog`].
 //!
 //! `docs/operations.md` describes running it.
 
@@ -22,7 +23,6 @@ pub mod backoff;
 pub mod catalog;
 pub mod config;
 mod cycle;
-pub mod demand;
 pub mod descriptors;
 mod error;
 mod reconcile;
@@ -32,9 +32,9 @@ pub mod spool;
 pub mod status;
 
 pub use backoff::Backoff;
-pub use catalog::CatalogClient;
+pub use capcat_clickhouse::demand::DemandPublisher;
+pub use catalog::{Catalog, CatalogClient};
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
-pub use demand::DemandPublisher;
 pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushReport, Service};

@@ -9,7 +9,7 @@
 //! pass with it); objects without pack metadata are counted as skipped; a
 //! HEAD that fails is an error, counted apart, and left for the next pass.
 
-use capcat_proto::demand::DemandEvent;
+use capcat_clickhouse::demand::ScanObservation;
 use capcat_s3::PackStore;
 use capcat_s3::reconcile::{ListLimits, head_packs, list_catalog_packs};
 use uuid::Uuid;
@@ -46,10 +46,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         // The inventory query serializes with publishes and the keep-alive.
         let committed = {
             let _lease = self.lease.lock().await;
-            self.catalog
-                .committed(&self.cfg.raw.store_id, &ids)
-                .await
-                .map_err(CycleError::Catalog)?
+            self.catalog.committed(&self.cfg.raw.store_id, &ids).await?
         };
         let candidates: Vec<_> = {
             let state = self.lock_state();
@@ -86,12 +83,12 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             }
             state.recovered.extend(sweep.verified);
         }
-        self.demand.publish(DemandEvent::scan(
-            self.shard_id(),
-            self.epoch,
-            ids.len() as u64,
-            Some(committed.len() as u64),
-        ));
+        self.demand.publish_scan(vec![ScanObservation {
+            shard_id: self.shard_id(),
+            epoch: self.epoch,
+            sealed: ids.len() as u64,
+            merged: Some(committed.len() as u64),
+        }]);
         self.progress.send_modify(|n| *n += 1);
         tracing::info!(?report, "reconcile pass done");
         Ok(report)

@@ -6,20 +6,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use capcat_clickhouse::demand::{DemandPublisher, PublisherOptions};
+use capcat_clickhouse::{Catalog, LeaseHandle};
 use capcat_pack::{PackLimits, PackWriter, RecordMetadata};
-use capcat_proto::demand::DemandEvent;
-use capcat_proto::{CaptureDescriptor, Lease};
+use capcat_proto::CaptureDescriptor;
 use capcat_s3::PackStore;
 use capcat_s3::reconcile::VerifiedPack;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::catalog::CatalogClient;
 use crate::config::ValidConfig;
-use crate::demand::DemandPublisher;
 use crate::error::{FlushError, SinkError, StartError};
-use crate::snapshot::{RejectedPack, Snapshot};
+use crate::snapshot::{DemandCounters, RejectedPack, Snapshot};
 use crate::spool::Spool;
 use crate::status::{StatusFile, write_status};
 
@@ -68,12 +67,13 @@ struct SinkState {
 pub(crate) struct Inner<S> {
     pub(crate) cfg: ValidConfig,
     pub(crate) store: S,
-    pub(crate) catalog: CatalogClient,
+    pub(crate) catalog: Catalog,
     pub(crate) spool: Spool,
     pub(crate) state: Mutex<State>,
     /// The publisher lease. Held across every publish and every reconcile
     /// query, and by the keep-alive while it renews, so they serialize.
-    pub(crate) lease: tokio::sync::Mutex<Option<Lease>>,
+    /// `None` after the lease was lost (the next publish acquires it again).
+    pub(crate) lease: tokio::sync::Mutex<Option<LeaseHandle>>,
     /// One cycle at a time.
     pub(crate) cycle_lock: tokio::sync::Mutex<()>,
     /// Bumped after every cycle and every reconcile pass.
@@ -121,7 +121,7 @@ impl<S> Inner<S> {
         drop(state);
         // A renewal or publish in progress holds the lock: it holds a lease.
         snapshot.lease_held = self.lease.try_lock().map_or(true, |l| l.is_some());
-        snapshot.demand = self.demand.counters();
+        snapshot.demand = DemandCounters::from(self.demand.counters());
         snapshot
     }
 
@@ -200,11 +200,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
     /// # Errors
     /// A refused schema, a lease held by someone else, a spool that cannot
     /// be opened.
-    pub async fn start(
-        cfg: ValidConfig,
-        store: S,
-        catalog: CatalogClient,
-    ) -> Result<Self, StartError> {
+    pub async fn start(cfg: ValidConfig, store: S, catalog: Catalog) -> Result<Self, StartError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoRuntime)?;
         let spool = Spool::open(&cfg.raw.spool_dir)?;
         if cfg.raw.owns_spool {
@@ -215,20 +211,29 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
                 tracing::info!(swept, "swept stale .open files at start");
             }
         }
-        let outcome = catalog.ensure_schema().await?;
+        let outcome = catalog
+            .ensure_schema()
+            .await
+            .map_err(StartError::from_catalog)?;
         tracing::info!(
             ?outcome,
             prefix = cfg.tables.prefix(),
             "catalog schema ready"
         );
-        let lease = catalog.acquire(&cfg.raw.holder, None).await?;
-        tracing::info!(lease_id = %lease.lease_id, term = lease.term, "publisher lease acquired");
+        // Built before the lease is taken, so a refused publisher never
+        // leaves a lease behind to expire.
         let demand = DemandPublisher::new(
-            catalog.clone(),
-            cfg.raw.demand_max_in_flight,
-            cfg.demand_publish_timeout,
-            runtime.clone(),
-        );
+            Arc::clone(catalog.transport()),
+            cfg.tables.clone(),
+            PublisherOptions {
+                timeout: cfg.demand_publish_timeout,
+                slots: cfg.raw.demand_max_in_flight,
+            },
+        )?;
+        let lease = catalog
+            .acquire_lease(&cfg.raw.holder)
+            .await
+            .map_err(StartError::from_catalog)?;
         let (progress, _) = watch::channel(0);
         let (stop, _) = watch::channel(false);
         let inner = Arc::new(Inner {
@@ -270,7 +275,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
 
     /// The catalog this service publishes to.
     #[must_use]
-    pub fn catalog(&self) -> &CatalogClient {
+    pub fn catalog(&self) -> &Catalog {
         &self.inner.catalog
     }
 
@@ -358,13 +363,13 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         self.inner.spool.write_sealed(pack_id, &sealed.bytes)?;
         let generation = self.inner.sealed_generation.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::debug!(%pack_id, bytes = sealed.bytes.len(), "sealed a pack into the spool");
-        self.inner.demand.publish(DemandEvent::writer_sealed(
-            self.inner.shard_id(),
+        self.inner.demand.writer_sealed(
+            &self.inner.shard_id(),
             self.inner.epoch,
             generation,
             sealed.info.byte_length,
             now_ms(),
-        ));
+        );
         Ok(Some(pack_id))
     }
 
@@ -478,7 +483,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         }
         let lease = self.inner.lease.lock().await.take();
         let lease_released = match lease {
-            Some(lease) => match self.inner.catalog.release(lease).await {
+            Some(mut lease) => match lease.release().await {
                 Ok(()) => true,
                 Err(error) => {
                     tracing::warn!(%error, "lease release failed; it expires on its own");
@@ -487,6 +492,16 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             },
             None => false,
         };
+        // Demand events still in flight (the last executor report) get one
+        // publish timeout to land; the fold repairs any that do not.
+        if !self
+            .inner
+            .demand
+            .drain(self.inner.cfg.demand_publish_timeout)
+            .await
+        {
+            tracing::warn!("demand events still in flight at close; the next report repairs them");
+        }
         self.inner.write_status(true).await;
         CloseReport {
             flush,

@@ -82,3 +82,16 @@ pub struct DemandCounters {
     /// Scan observations not attempted after a failure in the same scan.
     pub scan_abandoned: u64,
 }
+
+impl From<capcat_clickhouse::demand::PublisherCounters> for DemandCounters {
+    fn from(c: capcat_clickhouse::demand::PublisherCounters) -> Self {
+        Self {
+            published: c.published,
+            dropped_full: c.dropped_full,
+            failed: c.failed,
+            timed_out: c.timed_out,
+            scan_unchanged: c.scan_unchanged,
+            scan_abandoned: c.scan_abandoned,
+        }
+    }
+}

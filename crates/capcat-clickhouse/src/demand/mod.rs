@@ -18,6 +18,7 @@
 
 mod compact;
 mod counters;
+mod on_catalog;
 mod publisher;
 mod read;
 mod scan;

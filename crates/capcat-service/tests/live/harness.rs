@@ -151,6 +151,7 @@ pub fn config(test: &str, root: &std::path::Path) -> ServiceConfig {
         catalog_connect_timeout_s: 1.0,
         catalog_request_timeout_s: 1.5,
         close_flush_timeout_s: 5.0,
+        demand_publish_timeout_s: 2.0,
         ..ServiceConfig::default()
     }
 }
