@@ -14,7 +14,6 @@ use capcat_proto::CaptureDescriptor;
 use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
-use capcat_service::catalog::describe_statements;
 use capcat_service::{CatalogClient, Service, ServiceConfig, StartError, ValidConfig};
 use uuid::Uuid;
 
@@ -97,8 +96,11 @@ fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<CatalogClie
 /// `capcat sql`.
 pub(crate) fn sql(common: &Common) -> Result<(), CliError> {
     let (cfg, _, _) = config(common)?;
-    for (name, sql) in describe_statements(&cfg.tables, &cfg.protocol) {
-        println!("-- {name}\n{sql};\n");
+    let (text, counts) = crate::sql_walk::render(&cfg.tables, &cfg.protocol);
+    print!("{text}");
+    println!("-- statements per machine:");
+    for (machine, n) in counts {
+        println!("--   {n:>2}  {machine}");
     }
     Ok(())
 }

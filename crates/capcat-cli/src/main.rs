@@ -5,6 +5,7 @@
 mod commands;
 mod demo;
 mod engine_fetch;
+mod sql_walk;
 mod target;
 mod workload;
 
@@ -81,7 +82,13 @@ enum Command {
         #[arg(long)]
         verify_only: bool,
     },
-    /// Print every statement the protocol machines run for a prefix.
+    /// Print every statement each protocol machine runs, in order, for the
+    /// --prefix: schema creation, lease acquire/renew/release, an index pass
+    /// (descriptors, version allocation, fenced publish, inventory), a
+    /// search, a lookup, demand, schema drop. The real machines are driven
+    /// over a canned empty catalog with one uncontested publisher; each read
+    /// shows the answer it was given, since what follows depends on it.
+    /// Needs no engine.
     Sql,
     /// Seal `.safetensors` files of a directory into packs and index them.
     Ingest {

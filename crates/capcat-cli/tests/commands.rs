@@ -402,3 +402,24 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn sql_prints_every_statement_of_every_machine_without_an_engine() {
+    let out = Command::new(env!("CARGO_BIN_EXE_capcat"))
+        .args(["--prefix", "cli_sql", "sql"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    // Later statements of a machine, not only its first, for this prefix.
+    for expected in [
+        "-- 3. lease.read_claims",
+        "-- 12. index.insert_inventory",
+        "INSERT INTO cli_sql_index_watermark",
+        "CREATE TABLE IF NOT EXISTS cli_sql_capture_raw",
+        "read; answered with",
+        "-- statements per machine:",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?}:\n{said}");
+    }
+}
