@@ -263,6 +263,11 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
             "run `capcat demo --dir {}` again: the catalog is reused and replayed packs are skipped",
             dir.display()
         );
+        println!(
+            "other commands on this directory: capcat --catalog embedded:{d}/catalog --store local:{d}/store \
+             --spool {d}/spool --prefix capcat_demo <search --tenant demo | status | drain | ...>",
+            d = dir.display()
+        );
     }
     Ok(())
 }
