@@ -62,12 +62,12 @@ fn lease_statements() {
     check(
         &lease::sql::read_head(&t),
         expect![[r#"
-        lease.read_head
-        SELECT term, lease_id, holder, expires_at_ns, toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 2
-        params: 
-        settings: sequential=true max_execution_time_s=None
-        expect: term UInt64, lease_id Uuid, holder String, expires_at_ns UInt64, live UInt64
-    "#]],
+            lease.read_head
+            SELECT term, lease_id, holder, expires_at_ns, toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live, toUInt64(ifNull((SELECT max(expires_at_ns) FROM cc_publisher_lease WHERE term = (SELECT max(term) FROM cc_publisher_lease)), 0)) AS term_expires_at_ns, toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 2
+            params: 
+            settings: sequential=true max_execution_time_s=None
+            expect: term UInt64, lease_id Uuid, holder String, expires_at_ns UInt64, live UInt64, term_expires_at_ns UInt64, term_live UInt64
+        "#]],
     );
     check(
         &lease::sql::insert_claim(&t, 7, id(1), "host-a", 30_000_000_000),

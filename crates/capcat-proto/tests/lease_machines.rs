@@ -412,3 +412,56 @@ fn the_head_is_ordered_by_clickhouse_uuid_collation() {
     let lease = acquire(&mut log, "c", None, 3).expect("an expired contested head is takeable");
     assert_eq!(lease.term, 5);
 }
+
+/// Model-checker finding (the late release tombstone): a release computes its
+/// tombstone's term (`max(term) + 1`) when it is evaluated, so a new holder
+/// may claim that same term first and read itself back as its sole claimant.
+/// The dead tombstone then lands beside it and becomes the head row of the
+/// term. A term is held while ANY row at it is live: an acquire must wait
+/// out the new holder's claim, not take the term at once because the head
+/// row is dead (which let the new holder's in-flight watermark land under a
+/// reader's pin).
+#[test]
+fn a_dead_tombstone_heading_a_term_with_a_live_foreign_claim_is_held_until_the_claim_expires() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let holder = Lease {
+        lease_id: id(2),
+        holder: "new".into(),
+        term: 2,
+        expires_at_ns: 1_000 + TTL,
+    };
+    // Low 64 bits all ones: the tombstone sorts above the holder's row under
+    // ClickHouse's UUID collation, so it is the head row.
+    let tombstone = id(u128::from(u64::MAX));
+    log.rows.extend([
+        LeaseRow {
+            term: 2,
+            lease_id: holder.lease_id,
+            holder: holder.holder.clone(),
+            expires_at_ns: holder.expires_at_ns,
+        },
+        LeaseRow {
+            term: 2,
+            lease_id: tombstone,
+            holder: "stale".into(),
+            expires_at_ns: 0,
+        },
+    ]);
+    assert_eq!(log.head().map(|h| h.lease_id), Some(tombstone));
+    let rows_before = log.rows.clone();
+    let err = acquire(&mut log, "c", None, 3).expect_err("the term is held by a live claim");
+    assert_eq!(
+        err,
+        LeaseError::Held {
+            holder: "stale".into(),
+            lease_id: tombstone,
+            term: 2,
+            expires_at_ns: holder.expires_at_ns,
+        },
+        "names the head row and when the term's last live row expires"
+    );
+    assert_eq!(log.rows, rows_before, "a held acquire writes nothing");
+    log.now_ns = holder.expires_at_ns;
+    let lease = acquire(&mut log, "c", None, 3).expect("every row at the term has expired");
+    assert_eq!((lease.lease_id, lease.term), (id(3), 3));
+}

@@ -205,3 +205,48 @@ fn a_successor_between_renewal_and_the_inserts_fences_the_publisher_out() {
         0
     );
 }
+
+/// The late release tombstone, decided by a server: a dead tombstone heads
+/// the term a live holder claimed (a release computes its term when it is
+/// evaluated, so it can land at a term already taken). `lease.read_head`'s
+/// `term_live` is computed by the engine over every row at the head term, so
+/// the acquire is refused until the holder's row expires.
+#[test]
+fn a_dead_tombstone_over_a_live_claim_leaves_the_term_held_on_the_real_engine() {
+    let Some(engine) = engine("late_tombstone") else {
+        return;
+    };
+    let t = Tables::new("live_tomb").expect("prefix");
+    setup(engine, &t);
+    let holder = acquire(engine, &t, "new", 2);
+    // Low 64 bits all ones: the tombstone sorts above the holder's row in
+    // ClickHouse's UUID collation, so it is the head row.
+    let tombstone = Uuid::from_u128(u128::from(u64::MAX));
+    let insert = format!(
+        "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
+         VALUES ({term}, '{tombstone}', 'stale', 1, 0)",
+        lease = t.publisher_lease(),
+        term = holder.term,
+    );
+    engine
+        .execute(&Request::new(&insert))
+        .expect("the tombstone lands");
+    let mut m = LeaseClaim::acquire(
+        t.clone(),
+        Config::default(),
+        "c".into(),
+        None,
+        Uuid::from_u128(3),
+    );
+    let outcome = drive(engine, &mut m);
+    assert_eq!(
+        outcome,
+        Err(capcat_proto::LeaseError::Held {
+            holder: "stale".into(),
+            lease_id: tombstone,
+            term: holder.term,
+            expires_at_ns: holder.expires_at_ns,
+        }),
+        "the head row is dead but the term has a live row"
+    );
+}

@@ -255,21 +255,34 @@ impl Db {
     /// Runs a read statement at `now` and returns its rows.
     pub fn read(&self, tables: &Tables, stmt: &Statement, now: u8) -> Result<Rows, Unknown> {
         let rows = match stmt.name {
-            "lease.read_head" => self
-                .lease
-                .iter()
-                .rev()
-                .take(2)
-                .map(|r| {
-                    vec![
-                        Value::UInt64(r.term),
-                        Value::Uuid(r.lease_id),
-                        Value::String(r.holder.clone()),
-                        Value::UInt64(r.expires_at_ns),
-                        Value::UInt64(u64::from(r.expires_at_ns > now_ns(now))),
-                    ]
-                })
-                .collect(),
+            "lease.read_head" => {
+                // The term columns as the server computes them: the latest
+                // expiry of any row at the head term, judged at `now`.
+                let head_term = self.lease.iter().next_back().map_or(0, |r| r.term);
+                let term_expires_at_ns = self
+                    .lease
+                    .iter()
+                    .filter(|r| r.term == head_term)
+                    .map(|r| r.expires_at_ns)
+                    .max()
+                    .unwrap_or(0);
+                self.lease
+                    .iter()
+                    .rev()
+                    .take(2)
+                    .map(|r| {
+                        vec![
+                            Value::UInt64(r.term),
+                            Value::Uuid(r.lease_id),
+                            Value::String(r.holder.clone()),
+                            Value::UInt64(r.expires_at_ns),
+                            Value::UInt64(u64::from(r.expires_at_ns > now_ns(now))),
+                            Value::UInt64(term_expires_at_ns),
+                            Value::UInt64(u64::from(term_expires_at_ns > now_ns(now))),
+                        ]
+                    })
+                    .collect()
+            }
             "lease.read_claims" => {
                 let term = param_u64(stmt, "term")?;
                 self.lease

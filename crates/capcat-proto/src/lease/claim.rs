@@ -130,23 +130,32 @@ impl LeaseClaim {
                 }
             }
             ClaimMode::Acquire => {
-                // A live head row of someone else is held even when its term is
-                // contested: its claimant may have read itself back as the sole
-                // claimant before the rival claim landed, and may still have a
-                // fenced statement in flight. Taking the term at once let a
-                // pinned snapshot grow in the model checker
-                // (`ContestedTermTakenAtOnce`); the head expires within one TTL.
-                let wait_out = self.cfg.waits_out_contested_term();
-                let foreign = |h: &LeaseHead| Some(h.lease_id) != own_id;
-                if let Some(h) = head
-                    .as_ref()
-                    .filter(|h| h.live && !ours && (!h.contested || (wait_out && foreign(h))))
-                {
+                // A term is held while ANY row at it is live, whatever the head
+                // row says: a claimant at that term may have read itself back as
+                // the sole claimant before a rival claim (or a late release
+                // tombstone, whose term is computed when it is evaluated) landed
+                // beside it, and may still have a fenced statement in flight.
+                // Taking such a term at once let a pinned snapshot grow in the
+                // model checker (`ContestedTermTakenAtOnce`, then the late
+                // release tombstone); every row at the term expires within one
+                // TTL. The error names the head row and the term's latest
+                // expiry: when an acquire can next succeed. A head row that is
+                // the caller's own lease is never held against it (refusing a
+                // holder by its own lease was a seed bug; the model checks it
+                // as `OneLiveLease`).
+                let held = |h: &LeaseHead| {
+                    if self.cfg.waits_out_contested_term() {
+                        h.term_live && Some(h.lease_id) != own_id
+                    } else {
+                        h.live && !h.contested
+                    }
+                };
+                if let Some(h) = head.as_ref().filter(|h| !ours && held(h)) {
                     return self.finish(Err(LeaseError::Held {
                         holder: h.holder.clone(),
                         lease_id: h.lease_id,
                         term: h.term,
-                        expires_at_ns: h.expires_at_ns,
+                        expires_at_ns: h.term_expires_at_ns,
                     }));
                 }
             }
@@ -225,6 +234,8 @@ pub(crate) fn parse_head(rows: &Rows) -> Result<Option<LeaseHead>, BadRow> {
         expires_at_ns: u64_at(first, 3, "expires_at_ns")?,
         live: bool_at(first, 4, "live")?,
         contested,
+        term_expires_at_ns: u64_at(first, 5, "term_expires_at_ns")?,
+        term_live: bool_at(first, 6, "term_live")?,
     }))
 }
 

@@ -8,19 +8,23 @@ use super::LeaseHead;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum LeaseError {
-    /// Another publisher holds a live lease; wait for it to expire or be released.
+    /// Another publisher holds a live lease (some row at the head term is
+    /// live); wait for it to expire or be released. `holder`, `lease_id` and
+    /// `term` name the head row, which may be a dead tombstone standing over
+    /// a live claim at the same term; `expires_at_ns` is the latest expiry of
+    /// any row at that term, so it says when an acquire can next succeed.
     #[error(
         "the publisher lease is held by {holder:?} (lease {lease_id}, term {term}) until \
          {expires_at_ns} ns server time; wait for it to expire or be released"
     )]
     Held {
-        /// The live holder.
+        /// The head row's holder.
         holder: String,
-        /// Its lease id.
+        /// The head row's lease id.
         lease_id: Uuid,
-        /// Its term.
+        /// The head term.
         term: u64,
-        /// Its expiry, server nanoseconds.
+        /// The latest expiry of any row at the head term, server nanoseconds.
         expires_at_ns: u64,
     },
     /// A renewal found the head no longer this caller's: the lease was taken

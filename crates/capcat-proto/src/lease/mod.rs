@@ -56,4 +56,11 @@ pub struct LeaseHead {
     pub live: bool,
     /// Whether a second claimant stands at the same term (nobody holds it).
     pub contested: bool,
+    /// The latest expiry of any row at the head term (server nanoseconds).
+    pub term_expires_at_ns: u64,
+    /// Whether the server judged ANY row at the head term live when it was
+    /// read. A term is held while it is: the head row may be a dead
+    /// tombstone, or one claimant of a contested term, while another row at
+    /// the term belongs to a holder with a fenced statement in flight.
+    pub term_live: bool,
 }

@@ -19,12 +19,22 @@ pub(crate) const CONSISTENT: Settings = Settings {
 
 /// `lease.read_head`: the two highest rows of the lease log. The second row
 /// is the only thing that says whether the head term is contested.
+///
+/// Every row also carries the latest expiry of ANY row at the head term
+/// (`term_expires_at_ns`) and whether the server judges it live
+/// (`term_live`): a term is held while any row at it is live, even when the
+/// head row itself is a dead release tombstone that landed at a term a new
+/// holder had already claimed. Both come from the same statement (one
+/// snapshot, one server clock reading).
 pub fn read_head(tables: &Tables) -> Statement {
     Statement {
         name: "lease.read_head",
         sql: format!(
             "SELECT term, lease_id, holder, expires_at_ns, \
-             toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live \
+             toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live, \
+             toUInt64(ifNull((SELECT max(expires_at_ns) FROM {lease} \
+             WHERE term = (SELECT max(term) FROM {lease})), 0)) AS term_expires_at_ns, \
+             toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live \
              FROM {lease} ORDER BY term DESC, lease_id DESC LIMIT 2",
             lease = tables.publisher_lease()
         ),
@@ -49,6 +59,14 @@ pub fn read_head(tables: &Tables) -> Statement {
             },
             Column {
                 name: "live",
+                ty: ColumnType::UInt64,
+            },
+            Column {
+                name: "term_expires_at_ns",
+                ty: ColumnType::UInt64,
+            },
+            Column {
+                name: "term_live",
                 ty: ColumnType::UInt64,
             },
         ]),

@@ -76,7 +76,8 @@ pub fn ok() -> Input {
     Input::Rows(Rows::empty())
 }
 
-/// One `lease.read_head` row.
+/// One `lease.read_head` row whose row is the only one at its term (the
+/// term's latest expiry and liveness are the row's own).
 pub fn head_row(
     term: u64,
     lease_id: Uuid,
@@ -84,12 +85,36 @@ pub fn head_row(
     expires_at_ns: u64,
     live: bool,
 ) -> Vec<Value> {
+    head_row_in_term(
+        term,
+        lease_id,
+        holder,
+        expires_at_ns,
+        live,
+        expires_at_ns,
+        live,
+    )
+}
+
+/// One `lease.read_head` row with the head term's latest expiry and
+/// liveness given separately (other rows stand at the head term).
+pub fn head_row_in_term(
+    term: u64,
+    lease_id: Uuid,
+    holder: &str,
+    expires_at_ns: u64,
+    live: bool,
+    term_expires_at_ns: u64,
+    term_live: bool,
+) -> Vec<Value> {
     vec![
         Value::UInt64(term),
         Value::Uuid(lease_id),
         Value::String(holder.to_owned()),
         Value::UInt64(expires_at_ns),
         Value::UInt64(u64::from(live)),
+        Value::UInt64(term_expires_at_ns),
+        Value::UInt64(u64::from(term_live)),
     ]
 }
 
@@ -187,17 +212,29 @@ impl LeaseLog {
         match stmt.name {
             "lease.read_head" => {
                 let limit = if stmt.sql.contains("LIMIT 2") { 2 } else { 1 };
-                let rows = self
-                    .ordered()
-                    .into_iter()
+                let ordered = self.ordered();
+                // The term columns are computed from the log's rows, as the
+                // server computes them: the latest expiry of any row at the
+                // head term.
+                let head_term = ordered.first().map_or(0, |r| r.term);
+                let term_expires_at_ns = ordered
+                    .iter()
+                    .filter(|r| r.term == head_term)
+                    .map(|r| r.expires_at_ns)
+                    .max()
+                    .unwrap_or(0);
+                let rows = ordered
+                    .iter()
                     .take(limit)
                     .map(|r| {
-                        head_row(
+                        head_row_in_term(
                             r.term,
                             r.lease_id,
                             &r.holder,
                             r.expires_at_ns,
                             r.expires_at_ns > self.now_ns,
+                            term_expires_at_ns,
+                            term_expires_at_ns > self.now_ns,
                         )
                     })
                     .collect();
