@@ -3,15 +3,18 @@
 //! The model's server clock counts ticks (`TICK_NS` each: one second); the
 //! engine stamps `now64(9)`. Model time `t` maps to real time
 //! `origin + t * tick + offset`, where the offset is how far into the tick
-//! the replay has got. A `Tick` step sleeps to the next tick boundary PLUS
-//! the offset reached so far PLUS a guard, so offsets only grow across a
-//! trace: every statement of tick `t` runs later into its tick than every
-//! stamp of an earlier tick. That makes the model's exact boundary (a lease
-//! stamped at tick `s` with a TTL of `k` ticks is expired from tick `s + k`
-//! on) hold on the engine, as long as the total offset stays under a tick;
-//! [`ModelClock::max_drift`] reports it, and every liveness judgement is
+//! the replay has got. A `Tick` step to tick `t` sleeps to the tick's
+//! boundary PLUS the furthest offset reached in tick `t - ttl` PLUS a
+//! guard: every statement of tick `t` then runs later into its tick than
+//! every stamp of tick `t - ttl`, so a lease stamped at tick `s` with a TTL
+//! of `ttl` ticks is expired on the engine from tick `s + ttl` on, exactly
+//! where the model's is, and live before, as long as every offset stays
+//! under a tick. [`ModelClock::max_drift`] reports the largest offset (the
+//! replay fails when it comes near a tick), and every liveness judgement is
 //! still checked against the real expiries with a margin (see
 //! [`near_expiry`]).
+
+use std::collections::BTreeMap;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -35,18 +38,21 @@ pub fn wall_ns() -> u64 {
 pub struct ModelClock {
     origin_ns: u64,
     tick_ns: u64,
+    ttl_ticks: u64,
     now_tick: u64,
-    max_drift_ns: u64,
+    /// The furthest offset reached in each tick.
+    reached: BTreeMap<u64, u64>,
 }
 
 impl ModelClock {
-    /// Model time 0 is now.
-    pub fn start(tick_ns: u64) -> Self {
+    /// Model time 0 is now; leases live `ttl_ticks` ticks.
+    pub fn start(tick_ns: u64, ttl_ticks: u64) -> Self {
         Self {
             origin_ns: wall_ns(),
             tick_ns,
+            ttl_ticks,
             now_tick: 0,
-            max_drift_ns: 0,
+            reached: BTreeMap::new(),
         }
     }
 
@@ -67,15 +73,23 @@ impl ModelClock {
     /// Records how far into the current tick the replay is.
     pub fn note(&mut self) {
         let offset = self.offset_ns(wall_ns());
-        self.max_drift_ns = self.max_drift_ns.max(offset);
+        let reached = self.reached.entry(self.now_tick).or_default();
+        *reached = (*reached).max(offset);
     }
 
     /// Advances the model clock to tick `to`, sleeping until the real
-    /// clock is there (at the offset reached so far, plus the guard).
+    /// clock is there: at the furthest offset reached in tick `to - ttl`,
+    /// plus the guard.
     pub fn tick(&mut self, to: u64) {
-        let offset = self.offset_ns(wall_ns()) + u64::try_from(TICK_GUARD.as_nanos()).unwrap_or(0);
-        self.max_drift_ns = self.max_drift_ns.max(offset);
+        self.note();
         self.now_tick = to.max(self.now_tick);
+        let expiring = self
+            .now_tick
+            .checked_sub(self.ttl_ticks)
+            .and_then(|t| self.reached.get(&t))
+            .copied()
+            .unwrap_or(0);
+        let offset = expiring + u64::try_from(TICK_GUARD.as_nanos()).unwrap_or(0);
         let target = self.origin_ns + self.now_tick * self.tick_ns + offset;
         // Bounded: one sleep per tick, never longer than the tick and the
         // offset (a clock stepping backwards only makes it shorter).
@@ -107,7 +121,7 @@ impl ModelClock {
 
     /// The largest offset into a tick seen so far.
     pub fn max_drift(&self) -> Duration {
-        Duration::from_nanos(self.max_drift_ns)
+        Duration::from_nanos(self.reached.values().copied().max().unwrap_or(0))
     }
 }
 
@@ -131,8 +145,9 @@ mod tests {
         let clock = ModelClock {
             origin_ns: 1_000,
             tick_ns: 100,
+            ttl_ticks: 2,
             now_tick: 0,
-            max_drift_ns: 0,
+            reached: BTreeMap::new(),
         };
         assert_eq!(clock.to_model_ns(0), Some(0));
         assert_eq!(clock.to_model_ns(999), None);

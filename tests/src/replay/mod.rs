@@ -13,10 +13,10 @@
 //!
 //! **Time** ([`clock`]). One model tick is `ttl_ns / ttl_ticks` of the
 //! exported configuration (checked against the model's `TICK_NS`: 1 s).
-//! Model time `t` runs at real `origin + t·tick + offset`, the offset only
-//! growing across a trace (a `Tick` sleeps to the boundary plus the offset
-//! reached plus a guard), so a lease stamped at tick `s` is expired on the
-//! engine from tick `s + ttl` on, as in the model. Time-valued columns
+//! Model time `t` runs at real `origin + t·tick + offset`; a `Tick` to `t`
+//! sleeps to the boundary plus the furthest offset reached in tick
+//! `t - ttl` plus a guard, so a lease stamped at tick `s` is expired on the
+//! engine from tick `s + ttl` on, and live before, as in the model. Time-valued columns
 //! (`*_at_ns`) compare in whole ticks from the origin. A liveness
 //! judgement (a `live` column, a fence, a release guard) whose real time is
 //! within [`clock::MARGIN`] of any lease expiry is not compared
@@ -96,6 +96,35 @@ pub fn corpus_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Times a trace is replayed again after the harness fell behind the
+/// model's clock (`ReplayError::Drift`: load, not a disagreement).
+pub const DRIFT_RETRIES: u32 = 2;
+
+/// [`replay_trace`], replayed again (in a fresh database) up to
+/// [`DRIFT_RETRIES`] times when the harness could not keep the model's
+/// timing. Only drift is retried: a disagreement never is.
+pub fn replay_with_retries(
+    engine: &Engine,
+    trace: &Trace,
+    options: ReplayOptions,
+) -> Result<TraceReport, ReplayError> {
+    let mut retries = 0;
+    loop {
+        match replay_trace(engine, trace, options) {
+            Err(error @ ReplayError::Drift { .. }) if retries < DRIFT_RETRIES => {
+                tracing::warn!(%error, "replaying the trace again");
+                println!("{error}; replaying it again");
+                retries += 1;
+            }
+            Ok(mut report) => {
+                report.retries = retries;
+                return Ok(report);
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Replays `traces` on `threads` threads; one result per trace, in order.
 pub fn replay_all(
     engine: &Engine,
@@ -114,7 +143,7 @@ pub fn replay_all(
                     let Some(trace) = traces.get(i) else {
                         break;
                     };
-                    let result = replay_trace(engine, trace, options);
+                    let result = replay_with_retries(engine, trace, options);
                     match &result {
                         Ok(report) => tracing::info!(%report, "trace replayed"),
                         Err(error) => tracing::warn!(%error, "trace replay failed"),

@@ -80,6 +80,9 @@ pub struct TraceReport {
     pub max_drift: Duration,
     /// Wall time of the replay.
     pub elapsed: Duration,
+    /// Times the trace was replayed again after the harness fell behind
+    /// the model's clock.
+    pub retries: u32,
 }
 
 impl TraceReport {
@@ -113,6 +116,9 @@ impl fmt::Display for TraceReport {
             self.max_drift.as_millis(),
             self.elapsed.as_secs_f64()
         )?;
+        if self.retries > 0 {
+            write!(f, ", replayed {} more time(s) after drift", self.retries)?;
+        }
         match &self.reproduction {
             Some((property, Reproduction::Observed(what))) => {
                 write!(f, "\n  {property} violated on the engine: {what}")

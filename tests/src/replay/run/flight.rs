@@ -1,0 +1,201 @@
+//! Conditional INSERTs: run whole at their first `EvaluateGuard`, their
+//! rows compared at `LandRows`, and what a kill at the cap leaves behind.
+
+use super::*;
+
+impl Replay<'_> {
+    pub(super) fn flight_index(&self, step: &TraceStep) -> Option<usize> {
+        let stmt = step.statement.as_ref()?;
+        let p = step.publisher().unwrap_or_default();
+        self.flights
+            .iter()
+            .position(|f| f.publisher == p && f.key == stmt.key && !f.killed)
+    }
+
+    /// Whether the statement's lease is the live head on the engine right
+    /// now: `None` when the head's expiry is within the margin.
+    pub(super) fn lease_is_live_head(
+        &self,
+        step: &TraceStep,
+        lease_id: &str,
+    ) -> Result<Option<bool>, ReplayError> {
+        let lease = self.db.real_name("publisher_lease");
+        let sql = format!(
+            "SELECT lease_id, expires_at_ns, toUnixTimestamp64Nano(now64(9)) FROM {lease} \
+             ORDER BY term DESC, lease_id DESC LIMIT 1"
+        );
+        let rows = self
+            .db
+            .run_sql(&sql)
+            .map_err(|e| self.engine_error(step, &sql, e))?;
+        let Some(head) = rows.first() else {
+            return Ok(Some(false));
+        };
+        let parse = |i: usize| head.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let (expires, now) = (parse(1), parse(2));
+        if head.first().map(String::as_str) != Some(lease_id) {
+            return Ok(Some(false));
+        }
+        if near_expiry([expires], now, now) {
+            return Ok(None);
+        }
+        Ok(Some(expires > now))
+    }
+
+    pub(super) fn evaluate(&mut self, step: &TraceStep) -> Result<(), ReplayError> {
+        let Some(stmt) = step.statement.clone() else {
+            return Err(ReplayError::Malformed {
+                file: self.trace.name.clone(),
+                what: format!("step {} evaluates no statement", step.index),
+            });
+        };
+        let k = match self.flight_index(step) {
+            Some(k) => k,
+            None => {
+                // A crashed publisher's orphan: in flight without a client.
+                self.flights.push(Flight {
+                    publisher: step.publisher().unwrap_or_default().to_owned(),
+                    key: stmt.key.clone(),
+                    target: stmt
+                        .insert_target()
+                        .and_then(|t| self.db.model_name(t))
+                        .map(str::to_owned),
+                    executed: false,
+                    landed: RowSet::new(),
+                    split: false,
+                    in_window: false,
+                    killed: false,
+                });
+                self.flights.len() - 1
+            }
+        };
+        let evaluated = step.predicted["evaluated"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if self.flights[k].executed {
+            // The second read of a two-read guard: the engine ran the
+            // statement whole at the first.
+            self.untested(Untested::SplitEvaluation);
+            return Ok(());
+        }
+        if evaluated.starts_with("FirstRead") {
+            self.flights[k].split = true;
+            self.untested(Untested::SplitEvaluation);
+        }
+        let sql = self.sql_of(&stmt);
+        let in_window = self.in_window(&sql);
+        let live_head = match stmt.param("lease_id") {
+            Some(id) => self.lease_is_live_head(step, id)?,
+            None => Some(true),
+        };
+        let sent = wall_ns();
+        self.db
+            .run_trace(&stmt, &sql)
+            .map_err(|e| self.engine_error(step, &sql, e))?;
+        let returned = wall_ns();
+        let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
+        let landed = match &self.flights[k].target {
+            Some(t) => {
+                let t = t.clone();
+                self.refresh(step, &t)?
+            }
+            None => RowSet::new(),
+        };
+        let flight = &mut self.flights[k];
+        flight.executed = true;
+        flight.in_window = in_window;
+        flight.landed = landed.clone();
+        let target = flight.target.clone().unwrap_or_default();
+        let publisher = flight.publisher.clone();
+        if live_head == Some(false) && !landed.is_empty() && stmt.param("lease_id").is_some() {
+            let what = format!(
+                "step {}: {}'s {} landed {} row(s) in {target} though its lease was not the live head",
+                step.index,
+                publisher,
+                stmt.name,
+                landed.len()
+            );
+            if target == "publisher_lease" {
+                self.observed.release_by_non_holder.push(what.clone());
+            }
+            self.observed.fenced_out_landed.push(what);
+        }
+        if self.flights[k].split {
+            return Ok(());
+        }
+        if in_window {
+            self.untested(Untested::InFlightWindow);
+            return Ok(());
+        }
+        if boundary || live_head.is_none() {
+            self.untested(Untested::ExpiryBoundary);
+            return Ok(());
+        }
+        let predicted_nothing = evaluated.contains("landing: Nothing");
+        let predicted_fenced_out = evaluated.contains("fenced_out: true");
+        let real_fenced_out = stmt.param("lease_id").is_some() && live_head == Some(false);
+        if predicted_nothing != landed.is_empty() || predicted_fenced_out != real_fenced_out {
+            return Err(self.disagree(
+                step,
+                &sql,
+                evaluated,
+                format!(
+                    "landed {} row(s) {landed:?}; lease {} the live head at evaluation",
+                    landed.len(),
+                    if real_fenced_out { "was NOT" } else { "was" }
+                ),
+            ));
+        }
+        self.compared += 1;
+        Ok(())
+    }
+
+    pub(super) fn land(&mut self, step: &TraceStep) -> Result<Option<String>, ReplayError> {
+        let Some(k) = self.flight_index(step) else {
+            return Err(ReplayError::Malformed {
+                file: self.trace.name.clone(),
+                what: format!(
+                    "step {} lands a statement that is not in flight",
+                    step.index
+                ),
+            });
+        };
+        let flight = self.flights.remove(k);
+        let Some(table) = flight.target.clone() else {
+            return Ok(None);
+        };
+        if flight.split {
+            self.untested(Untested::SplitEvaluation);
+        } else if flight.in_window {
+            self.untested(Untested::InFlightWindow);
+        } else {
+            let sql = step
+                .statement
+                .as_ref()
+                .map(|s| self.sql_of(s))
+                .unwrap_or_default();
+            self.compare_landed(step, &sql, &table, &flight.landed)?;
+        }
+        Ok(Some(table))
+    }
+
+    pub(super) fn kill(&mut self, step: &TraceStep) {
+        let Some(k) = self.flight_index(step) else {
+            return;
+        };
+        if self.flights[k].executed && !self.flights[k].landed.is_empty() {
+            // The engine ran it whole at its evaluation; the model kills it
+            // before its rows land. Its rows stay on the engine only.
+            self.flights[k].killed = true;
+            self.untested(Untested::NeverLandedInModel);
+        } else {
+            let flight = self.flights.remove(k);
+            if flight.executed {
+                // Evaluated to nothing on the engine, and nothing lands in
+                // the model either.
+                self.compared += 1;
+            }
+        }
+    }
+}
