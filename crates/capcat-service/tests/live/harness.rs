@@ -1,5 +1,6 @@
 //! Shared pieces of the live tests: the embedded engine behind its HTTP
-//! front, a TCP proxy the test switches, packs, and read-back.
+//! front, a TCP proxy the test switches, a scenario (engine, temp dir,
+//! configuration, catalog, store) and its service, packs, and read-back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -9,12 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use capcat_chdb::Engine;
 use capcat_chdb::HttpFront;
-use capcat_clickhouse::{Http, HttpOptions, Transport};
+use capcat_clickhouse::{Catalog, Http, HttpOptions, Transport};
 use capcat_pack::{CaptureIdentity, Dtype, PackLimits, PackWriter, RecordMetadata, SealedPack};
 use capcat_proto::CaptureDescriptor;
 use capcat_proto::reader::{PageSize, SearchFilter, SearchQuery};
 use capcat_s3::{LocalStore, PackKey, PackStore};
-use capcat_service::{CatalogClient, ServiceConfig, ValidConfig};
+use capcat_service::{Service, ServiceConfig, Spool, ValidConfig};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -101,20 +102,38 @@ impl Proxy {
         self.mode.send_replace(mode);
     }
 
+    /// A handle that switches this proxy from elsewhere (a transport
+    /// wrapper that must cut the catalog at an exact step).
+    pub fn switch(&self) -> watch::Sender<Mode> {
+        self.mode.clone()
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 }
 
 /// The catalog of one test: the engine's HTTP front behind a proxy.
-pub struct Catalog {
+pub struct TestCatalog {
     pub proxy: Proxy,
     pub _front: HttpFront,
-    pub client: CatalogClient,
-    pub direct: CatalogClient,
+    /// Through the proxy: what the service uses.
+    pub client: Catalog,
+    /// Straight to the front: what a rival or the test's checks use.
+    pub direct: Catalog,
 }
 
-pub async fn catalog(engine: &Engine, cfg: &ValidConfig) -> Catalog {
+pub async fn catalog(engine: &Engine, cfg: &ValidConfig) -> TestCatalog {
+    catalog_wrapped(engine, cfg, |through_proxy, _| through_proxy).await
+}
+
+/// Like [`catalog`], with the service's transport (through the proxy)
+/// wrapped by `wrap`, which is also handed the proxy.
+pub async fn catalog_wrapped(
+    engine: &Engine,
+    cfg: &ValidConfig,
+    wrap: impl FnOnce(Arc<dyn Transport>, &Proxy) -> Arc<dyn Transport>,
+) -> TestCatalog {
     let (front_addr, front) = HttpFront::start(engine.clone())
         .await
         .expect("start the HTTP front");
@@ -128,12 +147,173 @@ pub async fn catalog(engine: &Engine, cfg: &ValidConfig) -> Catalog {
         Arc::new(Http::new(&proxy.url(), options.clone()).expect("http transport"));
     let direct: Arc<dyn Transport> =
         Arc::new(Http::new(&format!("http://{front_addr}"), options).expect("http transport"));
-    Catalog {
-        client: CatalogClient::new(http, cfg.tables.clone(), cfg.protocol.clone()),
-        direct: CatalogClient::new(direct, cfg.tables.clone(), cfg.protocol.clone()),
+    TestCatalog {
+        client: Catalog::new(wrap(http, &proxy), cfg.tables.clone(), cfg.protocol.clone()),
+        direct: Catalog::new(direct, cfg.tables.clone(), cfg.protocol.clone()),
         proxy,
         _front: front,
     }
+}
+
+/// One test's world: its temp dir, configuration, catalog and store.
+pub struct Scenario<S> {
+    pub root: tempfile::TempDir,
+    pub cfg: ValidConfig,
+    pub catalog: TestCatalog,
+    pub store: S,
+}
+
+impl<S: PackStore + Clone + std::fmt::Debug + 'static> Scenario<S> {
+    /// Starts the service of this scenario on its catalog (through the proxy).
+    pub async fn start(&self) -> Service<S> {
+        Service::start(
+            self.cfg.clone(),
+            self.store.clone(),
+            self.catalog.client.clone(),
+        )
+        .await
+        .expect("start the service")
+    }
+
+    /// The spool, for staging packs before the service starts.
+    pub fn spool(&self) -> Spool {
+        Spool::open(&self.cfg.raw.spool_dir).expect("open the spool")
+    }
+
+    /// Asserts what a set-aside pack is: none of its records (of `run`)
+    /// queryable, its object still in the store.
+    pub async fn assert_set_aside(&self, run: &str, pack_id: Uuid) {
+        let rows = search_run(&self.catalog.direct, run).await;
+        assert!(rows.is_empty(), "a set-aside pack is queryable: {rows:?}");
+        let key = PackKey::new(self.cfg.prefix.clone(), pack_id).object_key();
+        self.store
+            .head(&key)
+            .await
+            .expect("a set-aside pack stays in the store");
+    }
+
+    /// Every record of `run` through the catalog, read back from the store
+    /// and compared with `expected`; returns how many matched.
+    pub async fn read_back_run(&self, run: &str, expected: &BTreeMap<Uuid, Bytes>) -> usize {
+        let rows = search_run(&self.catalog.direct, run).await;
+        read_back(&self.store, &self.cfg, &rows, expected).await
+    }
+}
+
+/// A scenario on the local store: the engine (or `None`: skipped), the
+/// test's configuration edited by `edit`, its catalog behind a proxy.
+pub async fn scenario(
+    test: &str,
+    edit: impl FnOnce(&mut ServiceConfig),
+) -> Option<Scenario<LocalStore>> {
+    scenario_wrapped(test, edit, |t, _| t).await
+}
+
+/// Like [`scenario`], with the service's catalog transport wrapped.
+pub async fn scenario_wrapped(
+    test: &str,
+    edit: impl FnOnce(&mut ServiceConfig),
+    wrap: impl FnOnce(Arc<dyn Transport>, &Proxy) -> Arc<dyn Transport>,
+) -> Option<Scenario<LocalStore>> {
+    let engine = engine(test)?;
+    let root = tempfile::tempdir().expect("temp dir");
+    let mut raw = config(test, root.path());
+    edit(&mut raw);
+    let cfg = raw.validate().expect("a valid test configuration");
+    let catalog = catalog_wrapped(&engine, &cfg, wrap).await;
+    let store = local_store(root.path());
+    Some(Scenario {
+        root,
+        cfg,
+        catalog,
+        store,
+    })
+}
+
+/// A scenario on the S3 test server (behind its own proxy), and the server.
+pub async fn s3_scenario(
+    test: &str,
+    edit: impl FnOnce(&mut ServiceConfig),
+) -> Option<(Scenario<capcat_s3::S3Store>, S3Server)> {
+    let engine = engine(test)?;
+    let server = s3_server(test).await?;
+    let root = tempfile::tempdir().expect("temp dir");
+    let mut raw = config(test, root.path());
+    edit(&mut raw);
+    let cfg = raw.validate().expect("a valid test configuration");
+    let catalog = catalog(&engine, &cfg).await;
+    let store = server.store.clone();
+    Some((
+        Scenario {
+            root,
+            cfg,
+            catalog,
+            store,
+        },
+        server,
+    ))
+}
+
+/// Uploads a pack of `records` records of `run` straight to the store, with
+/// its pack metadata, and never indexes it: what a process that died after
+/// the upload leaves behind for the reconciler.
+pub async fn upload_orphan<S: PackStore>(
+    store: &S,
+    cfg: &ValidConfig,
+    run: &str,
+    records: usize,
+) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
+    let (orphan, payloads) = pack(run, records, 8);
+    let metadata = capcat_s3::PackMetadata {
+        format_version: orphan.info.format_version,
+        pack_id: orphan.info.pack_id,
+        sha256: orphan.info.pack_sha256.0,
+        record_count: records as u64,
+    };
+    store
+        .put_pack(&cfg.prefix, orphan.bytes.clone(), &metadata)
+        .await
+        .expect("upload the orphan pack");
+    (orphan, payloads)
+}
+
+/// Puts three objects under the catalog's prefix that are not its packs:
+/// a key that is no pack name, a pack name with a non-canonical (simple)
+/// uuid, and a canonical pack key with no pack metadata. The reconciler
+/// must count each as skipped, never as an error.
+pub async fn put_foreign_objects<S: PackStore>(store: &S, cfg: &ValidConfig) -> u64 {
+    let list_prefix = cfg.prefix.list_prefix();
+    let foreign = [
+        (format!("{list_prefix}notes.txt"), "hello"),
+        (
+            format!("{list_prefix}{}.pack", Uuid::new_v4().simple()),
+            "x",
+        ),
+        (
+            format!("{list_prefix}{}.pack", Uuid::new_v4()),
+            "no metadata",
+        ),
+    ];
+    for (key, body) in &foreign {
+        let key = capcat_s3::ObjectKey::new(key.clone()).expect("a valid key");
+        let body = Bytes::from(*body);
+        let sha = capcat_s3::sha256(&body);
+        store
+            .put(&key, body, sha, &capcat_s3::UserMetadata::default())
+            .await
+            .expect("put a foreign object");
+    }
+    foreign.len() as u64
+}
+
+/// Seals a pack of `records` records of `run` into `spool`: what a sink
+/// does. Returns the pack and its payloads by capture id.
+pub fn stage(spool: &Spool, run: &str, records: usize) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
+    let (sealed, payloads) = pack(run, records, 8);
+    spool
+        .write_sealed(sealed.info.pack_id, &sealed.bytes)
+        .expect("write a sealed pack into the spool");
+    (sealed, payloads)
 }
 
 /// A configuration for a test: its own prefix and spool, short timers.
@@ -165,8 +345,26 @@ pub const TENANT: &str = "tenant";
 
 /// A pack of `records` f32 records of `elements` each, run `run`.
 pub fn pack(run: &str, records: usize, elements: u64) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
+    pack_of(Uuid::new_v4(), run, records, elements)
+}
+
+/// A pack with a chosen id (a test wrapper names it before it exists).
+pub fn pack_with_id(
+    pack_id: Uuid,
+    run: &str,
+    records: usize,
+) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
+    pack_of(pack_id, run, records, 8)
+}
+
+fn pack_of(
+    pack_id: Uuid,
+    run: &str,
+    records: usize,
+    elements: u64,
+) -> (SealedPack, BTreeMap<Uuid, Bytes>) {
     let limits = PackLimits::new(records.max(1), u64::MAX / 2).expect("limits");
-    let mut writer = PackWriter::new(Uuid::new_v4(), limits);
+    let mut writer = PackWriter::new(pack_id, limits);
     let mut payloads = BTreeMap::new();
     for i in 0..records {
         let capture_id = Uuid::new_v4();
@@ -198,7 +396,7 @@ pub fn pack(run: &str, records: usize, elements: u64) -> (SealedPack, BTreeMap<U
 }
 
 /// Every record of `run`, read through the catalog.
-pub async fn search_run(catalog: &CatalogClient, run: &str) -> Vec<CaptureDescriptor> {
+pub async fn search_run(catalog: &Catalog, run: &str) -> Vec<CaptureDescriptor> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..1000 {
@@ -271,9 +469,42 @@ pub async fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -
 /// pointing at the proxy. Killed when dropped.
 pub struct S3Server {
     child: std::process::Child,
-    _data: tempfile::TempDir,
+    /// The server's storage root (s3s-fs keeps objects and their sidecar
+    /// metadata files here).
+    pub data: tempfile::TempDir,
+    pub bucket: String,
     pub proxy: Proxy,
     pub store: capcat_s3::S3Store,
+}
+
+impl S3Server {
+    /// The server's own sidecar file for `key` (s3s-fs 0.14:
+    /// `.bucket-<b64>.object-<b64>.internal.json` under its root, base64
+    /// URL-safe without padding): it holds the object's ETag and checksums
+    /// and HEAD reads it, LIST does not.
+    pub fn internal_info_path(&self, key: &str) -> std::path::PathBuf {
+        self.data.path().join(format!(
+            ".bucket-{}.object-{}.internal.json",
+            base64_url_no_pad(self.bucket.as_bytes()),
+            base64_url_no_pad(key.as_bytes())
+        ))
+    }
+}
+
+/// Base64, URL-safe alphabet, no padding (what s3s-fs names sidecar files with).
+fn base64_url_no_pad(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+        }
+    }
+    out
 }
 
 impl Drop for S3Server {
@@ -323,7 +554,7 @@ pub async fn s3_server(test: &str) -> Option<S3Server> {
     let mut config = capcat_s3::S3Config::new(
         proxy.url(),
         "us-east-1",
-        bucket,
+        bucket.clone(),
         capcat_s3::S3Credentials::new_static(access, secret),
     );
     config.allow_http = true;
@@ -342,8 +573,25 @@ pub async fn s3_server(test: &str) -> Option<S3Server> {
     store.create_bucket().await.expect("create bucket");
     Some(S3Server {
         child,
-        _data: data,
+        data,
+        bucket,
         proxy,
         store,
     })
+}
+
+#[test]
+fn base64_matches_known_vectors() {
+    for (plain, encoded) in [
+        ("", ""),
+        ("f", "Zg"),
+        ("fo", "Zm8"),
+        ("foo", "Zm9v"),
+        ("foob", "Zm9vYg"),
+        ("fooba", "Zm9vYmE"),
+        ("foobar", "Zm9vYmFy"),
+        ("\u{fb}\u{ff}", "w7vDvw"),
+    ] {
+        assert_eq!(base64_url_no_pad(plain.as_bytes()), encoded, "{plain:?}");
+    }
 }

@@ -6,5 +6,8 @@
 #![allow(clippy::unwrap_used, unreachable_pub, missing_debug_implementations)]
 
 mod harness;
+mod reconcile;
+mod refuse;
 mod seeds;
+mod set_aside;
 mod status;

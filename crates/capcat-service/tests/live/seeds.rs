@@ -12,26 +12,17 @@ use crate::harness::{self, Mode};
 /// 20 s)". flush(1 s) against a stalled catalog returns within 3 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn flush_against_a_stalled_catalog_returns_within_three_seconds() {
-    let test = "flush_stalled";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("flush_stalled", |raw| {
+        // Longer than the flush: a cycle stuck on the catalog must not hold it.
+        raw.catalog_request_timeout_s = 20.0;
+    })
+    .await
+    else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let mut raw = harness::config(test, root.path());
-    // Longer than the flush: a cycle stuck on the catalog must not hold it.
-    raw.catalog_request_timeout_s = 20.0;
-    let cfg = raw.validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
-    let service = Service::start(cfg.clone(), store, catalog.client.clone())
-        .await
-        .unwrap();
-    catalog.proxy.set(Mode::Stall);
-    let (sealed, _) = harness::pack("stalled", 3, 8);
-    service
-        .spool()
-        .write_sealed(sealed.info.pack_id, &sealed.bytes)
-        .unwrap();
+    let service = world.start().await;
+    world.catalog.proxy.set(Mode::Stall);
+    harness::stage(service.spool(), "stalled", 3);
     // Let a cycle get stuck on the stalled catalog first.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
@@ -50,7 +41,7 @@ async fn flush_against_a_stalled_catalog_returns_within_three_seconds() {
         "drop blocked for {:?}",
         dropped.elapsed()
     );
-    catalog.proxy.set(Mode::Forward);
+    world.catalog.proxy.set(Mode::Forward);
 }
 
 /// Seed: "One pack too big for the indexer's batch budget stopped all
@@ -59,49 +50,23 @@ async fn flush_against_a_stalled_catalog_returns_within_three_seconds() {
 /// poison pack once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_poison_pack_is_set_aside_while_later_packs_index() {
-    let test = "poison";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("poison", |raw| raw.index_batch_budget_bytes = 4000).await
+    else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let mut raw = harness::config(test, root.path());
-    raw.index_batch_budget_bytes = 4000;
-    let cfg = raw.validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
-    let service = Service::start(cfg.clone(), store.clone(), catalog.client.clone())
-        .await
-        .unwrap();
-    let (poison, _) = harness::pack("poison", 40, 4);
-    service
-        .spool()
-        .write_sealed(poison.info.pack_id, &poison.bytes)
-        .unwrap();
-    let (small, payloads) = harness::pack("small", 2, 4);
-    service
-        .spool()
-        .write_sealed(small.info.pack_id, &small.bytes)
-        .unwrap();
+    let service = world.start().await;
+    let (poison, _) = harness::stage(service.spool(), "poison", 40);
+    let (_, payloads) = harness::stage(service.spool(), "small", 2);
     let flushed = service.flush(Duration::from_secs(20)).await;
     match &flushed {
         Err(FlushError::SetAside { packs }) => assert_eq!(packs, &vec![poison.info.pack_id]),
         other => panic!("expected the poison pack named, got {other:?}"),
     }
-    let rows = harness::search_run(&catalog.client, "small").await;
-    assert_eq!(harness::read_back(&store, &cfg, &rows, &payloads).await, 2);
-    assert!(
-        harness::search_run(&catalog.client, "poison")
-            .await
-            .is_empty()
-    );
+    assert_eq!(world.read_back_run("small", &payloads).await, 2);
+    world.assert_set_aside("poison", poison.info.pack_id).await;
     let snapshot = service.snapshot();
     assert_eq!(snapshot.rejected_packs.len(), 1);
     assert_eq!(snapshot.rejected_packs[0].pack_id, poison.info.pack_id);
-    // The poison pack stays in the store.
-    let key = capcat_s3::PackKey::new(cfg.prefix.clone(), poison.info.pack_id).object_key();
-    capcat_s3::PackStore::head(&store, &key)
-        .await
-        .expect("the set-aside pack stays in the store");
     // Named once: the next flush is clean.
     service
         .flush(Duration::from_secs(5))
@@ -116,36 +81,23 @@ async fn a_poison_pack_is_set_aside_while_later_packs_index() {
 /// exceeds but each pack fits: all ten index, with batch_splits > 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_batch_over_the_budget_splits_until_every_pack_indexes() {
-    let test = "split";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("split", |raw| raw.index_batch_budget_bytes = 2000).await
+    else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let mut raw = harness::config(test, root.path());
-    raw.index_batch_budget_bytes = 2000;
-    let cfg = raw.validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
     // Staged before start, so the first cycle uploads all ten as one batch.
-    let spool = capcat_service::Spool::open(&cfg.raw.spool_dir).unwrap();
+    let spool = world.spool();
     let mut expected = BTreeMap::new();
     for _ in 0..10 {
-        let (sealed, payloads) = harness::pack("split", 2, 4);
-        spool
-            .write_sealed(sealed.info.pack_id, &sealed.bytes)
-            .unwrap();
-        expected.extend(payloads);
+        expected.extend(harness::stage(&spool, "split", 2).1);
     }
-    let service = Service::start(cfg.clone(), store.clone(), catalog.client.clone())
-        .await
-        .unwrap();
+    let service = world.start().await;
     service.flush(Duration::from_secs(30)).await.expect("flush");
     let snapshot = service.snapshot();
     assert!(snapshot.batch_splits > 0, "{snapshot:?}");
     assert!(snapshot.rejected_packs.is_empty(), "{snapshot:?}");
     assert_eq!(snapshot.indexed, 10);
-    let rows = harness::search_run(&catalog.client, "split").await;
-    assert_eq!(harness::read_back(&store, &cfg, &rows, &expected).await, 20);
+    assert_eq!(world.read_back_run("split", &expected).await, 20);
     service.close().await;
 }
 
@@ -157,35 +109,20 @@ async fn a_batch_over_the_budget_splits_until_every_pack_indexes() {
 /// restored, both index and read back byte-identical.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_catalog_cut_mid_run_keeps_later_packs_in_the_spool_then_everything_indexes() {
-    let test = "cut";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("cut", |_| {}).await else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let cfg = harness::config(test, root.path()).validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
-    let service = Service::start(cfg.clone(), store.clone(), catalog.client.clone())
-        .await
-        .unwrap();
-    catalog.proxy.set(Mode::Cut);
-    let (first, mut expected) = harness::pack("cut", 3, 8);
-    service
-        .spool()
-        .write_sealed(first.info.pack_id, &first.bytes)
-        .unwrap();
+    let service = world.start().await;
+    world.catalog.proxy.set(Mode::Cut);
+    let (_, mut expected) = harness::stage(service.spool(), "cut", 3);
     harness::eventually(
         "the first pack to be uploaded and owed",
         Duration::from_secs(10),
         || service.snapshot().pending_index == 1,
     )
     .await;
-    let (second, payloads) = harness::pack("cut", 3, 8);
+    let (second, payloads) = harness::stage(service.spool(), "cut", 3);
     expected.extend(payloads);
-    service
-        .spool()
-        .write_sealed(second.info.pack_id, &second.bytes)
-        .unwrap();
     let flushed = service.flush(Duration::from_secs(1)).await;
     assert!(
         matches!(flushed, Err(FlushError::NotDrained { pending: 2, .. })),
@@ -197,13 +134,12 @@ async fn a_catalog_cut_mid_run_keeps_later_packs_in_the_spool_then_everything_in
     );
     assert_eq!(service.snapshot().pending_index, 1);
     assert_eq!(service.snapshot().uploaded, 1);
-    catalog.proxy.set(Mode::Forward);
+    world.catalog.proxy.set(Mode::Forward);
     service
         .flush(Duration::from_secs(30))
         .await
         .expect("flush after the catalog is back");
-    let rows = harness::search_run(&catalog.client, "cut").await;
-    assert_eq!(harness::read_back(&store, &cfg, &rows, &expected).await, 6);
+    assert_eq!(world.read_back_run("cut", &expected).await, 6);
     let snapshot = service.snapshot();
     assert!(
         snapshot.rejected_packs.is_empty(),
@@ -220,54 +156,20 @@ async fn a_catalog_cut_mid_run_keeps_later_packs_in_the_spool_then_everything_in
 /// counted, not errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reconcile_at_start_indexes_orphans_and_skips_foreign_objects() {
-    let test = "reconcile";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("reconcile", |_| {}).await else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let cfg = harness::config(test, root.path()).validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
-    let (orphan, payloads) = harness::pack("orphan", 4, 8);
-    let metadata = capcat_s3::PackMetadata {
-        format_version: orphan.info.format_version,
-        pack_id: orphan.info.pack_id,
-        sha256: orphan.info.pack_sha256.0,
-        record_count: 4,
-    };
-    capcat_s3::PackStore::put_pack(&store, &cfg.prefix, orphan.bytes.clone(), &metadata)
-        .await
-        .unwrap();
-    // Foreign: not a canonical uuid key; and a pack key without metadata.
-    let list_prefix = cfg.prefix.list_prefix();
-    for (key, body) in [
-        (format!("{list_prefix}notes.txt"), "hello"),
-        (
-            format!("{list_prefix}{}.pack", uuid::Uuid::new_v4().simple()),
-            "x",
-        ),
-        (
-            format!("{list_prefix}{}.pack", uuid::Uuid::new_v4()),
-            "no metadata",
-        ),
-    ] {
-        let key = capcat_s3::ObjectKey::new(key).unwrap();
-        let body = bytes::Bytes::from(body);
-        let sha = capcat_s3::sha256(&body);
-        capcat_s3::PackStore::put(&store, &key, body, sha, &capcat_s3::UserMetadata::default())
-            .await
-            .unwrap();
-    }
-    let service = Service::start(cfg.clone(), store.clone(), catalog.client.clone())
-        .await
-        .unwrap();
+    let (_, payloads) = harness::upload_orphan(&world.store, &world.cfg, "orphan", 4).await;
+    // Foreign: not a canonical uuid key, a simple-uuid key, and a pack key
+    // without metadata.
+    harness::put_foreign_objects(&world.store, &world.cfg).await;
+    let service = world.start().await;
     service.flush(Duration::from_secs(20)).await.expect("flush");
     let snapshot = service.snapshot();
     assert_eq!(snapshot.reconcile_skipped_objects, 3, "{snapshot:?}");
     assert_eq!(snapshot.reconcile_head_errors, 0, "{snapshot:?}");
     assert_eq!(snapshot.reconcile_recovered, 1, "{snapshot:?}");
-    let rows = harness::search_run(&catalog.client, "orphan").await;
-    assert_eq!(harness::read_back(&store, &cfg, &rows, &payloads).await, 4);
+    assert_eq!(world.read_back_run("orphan", &payloads).await, 4);
     service.close().await;
 }
 
@@ -278,33 +180,23 @@ async fn reconcile_at_start_indexes_orphans_and_skips_foreign_objects() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_the_store_down_the_lease_is_still_renewed_and_a_rival_cannot_take_it() {
     let test = "lease_s3_down";
-    let Some(engine) = harness::engine(test) else {
+    let Some((world, server)) = harness::s3_scenario(test, |raw| {
+        raw.lease_ttl_s = 3.0;
+        raw.publish_timeout_s = 1.0;
+        raw.max_backoff_s = 30.0;
+    })
+    .await
+    else {
         return;
     };
-    let Some(server) = crate::harness::s3_server(test).await else {
-        return;
-    };
-    let root = tempfile::tempdir().unwrap();
-    let mut raw = harness::config(test, root.path());
-    raw.lease_ttl_s = 3.0;
-    raw.publish_timeout_s = 1.0;
-    raw.max_backoff_s = 30.0;
-    let cfg = raw.validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = server.store.clone();
-    let service = Service::start(cfg.clone(), store.clone(), catalog.client.clone())
-        .await
-        .unwrap();
+    let (cfg, store) = (&world.cfg, &world.store);
+    let service = world.start().await;
     server.proxy.set(Mode::Cut);
-    let (sealed, _) = harness::pack("down", 2, 4);
-    service
-        .spool()
-        .write_sealed(sealed.info.pack_id, &sealed.bytes)
-        .unwrap();
-    let mut rival_raw = harness::config(test, root.path());
+    let (sealed, _) = harness::stage(service.spool(), "down", 2);
+    let mut rival_raw = harness::config(test, world.root.path());
     rival_raw.catalog_prefix = cfg.raw.catalog_prefix.clone();
     rival_raw.holder = "rival".to_owned();
-    rival_raw.spool_dir = root.path().join("rival-spool");
+    rival_raw.spool_dir = world.root.path().join("rival-spool");
     rival_raw.lease_ttl_s = 3.0;
     rival_raw.publish_timeout_s = 1.0;
     let rival_cfg = rival_raw.validate().unwrap();
@@ -313,7 +205,12 @@ async fn with_the_store_down_the_lease_is_still_renewed_and_a_rival_cannot_take_
     let mut attempts = 0;
     while Instant::now() < until {
         attempts += 1;
-        let rival = Service::start(rival_cfg.clone(), store.clone(), catalog.direct.clone()).await;
+        let rival = Service::start(
+            rival_cfg.clone(),
+            store.clone(),
+            world.catalog.direct.clone(),
+        )
+        .await;
         match rival {
             Err(capcat_service::StartError::Lease(_)) => {}
             Ok(_) => panic!("a rival took the lease after {attempts} attempts with the store down"),

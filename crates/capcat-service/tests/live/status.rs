@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use capcat_service::{Service, read_status};
+use capcat_service::read_status;
 
 use crate::harness;
 
@@ -11,22 +11,12 @@ use crate::harness;
 /// the service runs), and a last time on close, marked closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_running_service_writes_its_snapshot_to_the_status_file() {
-    let test = "status_file";
-    let Some(engine) = harness::engine(test) else {
+    let Some(world) = harness::scenario("status_file", |_| {}).await else {
         return;
     };
-    let root = tempfile::tempdir().unwrap();
-    let cfg = harness::config(test, root.path()).validate().unwrap();
-    let catalog = harness::catalog(&engine, &cfg).await;
-    let store = harness::local_store(root.path());
-    let service = Service::start(cfg.clone(), store, catalog.client.clone())
-        .await
-        .unwrap();
-    let (sealed, _) = harness::pack("status", 2, 4);
-    service
-        .spool()
-        .write_sealed(sealed.info.pack_id, &sealed.bytes)
-        .unwrap();
+    let cfg = &world.cfg;
+    let service = world.start().await;
+    harness::stage(service.spool(), "status", 2);
     service.flush(Duration::from_secs(20)).await.expect("flush");
     let spool_dir = cfg.raw.spool_dir.clone();
     let mut first = None;

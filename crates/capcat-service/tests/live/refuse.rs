@@ -1,0 +1,105 @@
+//! A transport wrapper that makes the real engine refuse one named pack.
+//!
+//! A well-formed pack gives the engine nothing to refuse, so a test of the
+//! set-aside path needs a pack the engine will not take. This wrapper sits
+//! in front of the real HTTP transport (through the proxy, to the real
+//! engine). A statement that writes descriptors of the named pack and of
+//! no other is sent with its row parameter declared as a type its values
+//! do not parse as (the first tuple element, a tenant id string, as
+//! UInt64), so the real engine refuses it with its own parse error, as it
+//! refuses values it cannot take. Everything else passes through
+//! unchanged. The wrapper decides nothing for the service: it counts what
+//! it sent and, optionally, cuts the catalog right after the N-th refusal.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use capcat_clickhouse::{BoxFuture, Transport};
+use capcat_proto::{Failure, Param, Rows, Statement};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::harness::Mode;
+
+const DECLARED: &str = "{rows:Array(Tuple(String,";
+const REFUSED: &str = "{rows:Array(Tuple(UInt64,";
+
+#[derive(Debug)]
+pub struct RefusePack {
+    inner: Arc<dyn Transport>,
+    pack: Uuid,
+    /// Statements carrying the pack alone that the engine refused.
+    pub refused_alone: AtomicU32,
+    /// Statements carrying the pack among others (sent unchanged: a batch
+    /// with it refused would be halved, and the halves are what count).
+    pub carried_in_batches: AtomicU32,
+    /// Switch the catalog proxy to `Cut` right after this many refusals.
+    cut_after: Option<(u32, watch::Sender<Mode>)>,
+}
+
+impl RefusePack {
+    pub fn new(
+        inner: Arc<dyn Transport>,
+        pack: Uuid,
+        cut_after: Option<(u32, watch::Sender<Mode>)>,
+    ) -> Self {
+        Self {
+            inner,
+            pack,
+            refused_alone: AtomicU32::new(0),
+            carried_in_batches: AtomicU32::new(0),
+            cut_after,
+        }
+    }
+
+    /// Whether `stmt` writes descriptors of the pack: `Some(true)` when of
+    /// it alone.
+    fn carries(&self, stmt: &Statement) -> Option<bool> {
+        if stmt.name != "index.insert_descriptors" {
+            return None;
+        }
+        let Some(Param::Descriptors(rows)) = stmt.params.get("rows") else {
+            return None;
+        };
+        let ours = rows
+            .iter()
+            .filter(|d| d.locator.pack_id == self.pack)
+            .count();
+        (ours > 0).then_some(ours == rows.len())
+    }
+}
+
+impl Transport for RefusePack {
+    fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+        Box::pin(async move {
+            match self.carries(stmt) {
+                Some(true) => {
+                    assert!(
+                        stmt.sql.contains(DECLARED),
+                        "the descriptor parameter's declaration changed: {}",
+                        stmt.sql
+                    );
+                    let mut refused = stmt.clone();
+                    refused.sql = stmt.sql.replacen(DECLARED, REFUSED, 1);
+                    let result = self.inner.execute(&refused).await;
+                    let n = self.refused_alone.fetch_add(1, Ordering::SeqCst) + 1;
+                    if let Some((after, switch)) = &self.cut_after
+                        && n == *after
+                    {
+                        switch.send_replace(Mode::Cut);
+                    }
+                    result
+                }
+                Some(false) => {
+                    self.carried_in_batches.fetch_add(1, Ordering::SeqCst);
+                    self.inner.execute(stmt).await
+                }
+                None => self.inner.execute(stmt).await,
+            }
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "refuse-pack"
+    }
+}
