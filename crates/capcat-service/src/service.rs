@@ -83,6 +83,10 @@ pub(crate) struct Inner<S> {
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) demand: DemandPublisher,
     sink: Mutex<SinkState>,
+    /// The sequence number of the last snapshot taken for the status file.
+    status_sequence: AtomicU64,
+    /// The sequence number of the snapshot on disk; its lock orders writes.
+    status_written: Arc<Mutex<u64>>,
     /// The demand epoch (start time, ms) and generations.
     pub(crate) epoch: u64,
     pub(crate) sealed_generation: AtomicU64,
@@ -129,7 +133,15 @@ impl<S> Inner<S> {
     /// the runtime's worker threads: it fsyncs). A failure is logged when
     /// it starts and counted; it never fails the cycle, because the status
     /// file serves operators, not the data path.
+    ///
+    /// Writes are ordered: each takes a sequence number with its snapshot,
+    /// and the blocking write runs under one lock and skips itself when a
+    /// later snapshot is already on disk. A cycle aborted by close leaves
+    /// its blocking write running; without the order it could land after
+    /// close's final write and show a closed service as running, and two
+    /// writers would share one temporary file.
     pub(crate) async fn write_status(&self, closed: bool) {
+        let sequence = self.status_sequence.fetch_add(1, Ordering::SeqCst) + 1;
         let status = StatusFile::new(
             &self.cfg.raw.holder,
             self.cfg.tables.prefix(),
@@ -137,7 +149,19 @@ impl<S> Inner<S> {
             self.snapshot(),
         );
         let dir = self.spool.dir().to_owned();
-        let written = tokio::task::spawn_blocking(move || write_status(dir, &status)).await;
+        let last_written = Arc::clone(&self.status_written);
+        let written = tokio::task::spawn_blocking(move || {
+            let mut last = last_written
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *last > sequence {
+                return Ok(());
+            }
+            write_status(dir, &status)?;
+            *last = sequence;
+            Ok::<(), crate::status::StatusError>(())
+        })
+        .await;
         let failure = match written {
             Ok(Ok(())) => None,
             Ok(Err(error)) => Some(error.to_string()),
@@ -249,6 +273,8 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             stop,
             demand,
             sink: Mutex::new(SinkState::default()),
+            status_sequence: AtomicU64::new(0),
+            status_written: Arc::new(Mutex::new(0)),
             epoch: now_ms(),
             sealed_generation: AtomicU64::new(0),
             merged_generation: AtomicU64::new(0),
