@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use capcat_clickhouse::{Catalog, CatalogError};
+use capcat_clickhouse::{Catalog, CatalogError, LeaseHandle};
 use capcat_proto::reader::{Cursor, PageSize, SearchFilter, SearchQuery};
 use capcat_proto::schema::{Diagnosis, EnsureOutcome, Instruction, SchemaError, StampSeen};
 use capcat_proto::{
@@ -28,14 +28,7 @@ fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
 
 /// Every page of the tenant's captures at the head, `size` per page.
 async fn walk(catalog: &Catalog, size: u64) -> (u64, Vec<CaptureDescriptor>) {
-    let mut query = SearchQuery {
-        filter: SearchFilter {
-            tenant_id: TENANT.to_owned(),
-            ..SearchFilter::default()
-        },
-        cursor: None,
-        page_size: ok("page size", PageSize::new(size)),
-    };
+    let mut query = tenant_query(None, size);
     let mut out = Vec::new();
     let mut watermark = None;
     for _ in 0..10_000 {
@@ -79,21 +72,71 @@ fn at(d: &CaptureDescriptor, version: u64) -> CaptureDescriptor {
     }
 }
 
+/// The tenant's captures, `size` a page: the first page (`cursor` `None`,
+/// which pins the head) or the page after `cursor`.
+fn tenant_query(cursor: Option<Cursor>, size: u64) -> SearchQuery {
+    SearchQuery {
+        filter: SearchFilter {
+            tenant_id: TENANT.to_owned(),
+            ..SearchFilter::default()
+        },
+        cursor,
+        page_size: ok("page size", PageSize::new(size)),
+    }
+}
+
+/// A pack of `captures` fresh captures of the tenant, in a pack of its own.
+fn fresh_pack(captures: usize) -> Vec<CaptureDescriptor> {
+    pack_of(TENANT, &capture_ids(captures), 0, "s", Uuid::new_v4())
+}
+
+/// The catalog for `test` on `config` with its schema ensured: the opening
+/// of every test that writes through the protocol. `None`: no engine.
+async fn ensured_with(test: &str, config: capcat_proto::Config) -> Option<Live> {
+    let live = Live::start_with(test, config).await?;
+    ok("ensure", live.catalog.ensure_schema().await);
+    Some(live)
+}
+
+/// [`ensured_with`] on the default protocol configuration.
+async fn ensured(test: &str) -> Option<Live> {
+    ensured_with(test, capcat_proto::Config::default()).await
+}
+
+/// An ensured catalog for `test` on `config` and the publisher lease, taken
+/// as `holder`: the opening of every test that publishes.
+async fn holding_with(
+    test: &str,
+    config: capcat_proto::Config,
+    holder: &str,
+) -> Option<(Live, LeaseHandle)> {
+    let live = ensured_with(test, config).await?;
+    let lease = ok("acquire", live.catalog.acquire_lease(holder).await);
+    Some((live, lease))
+}
+
+/// [`holding_with`] on the default protocol configuration.
+async fn holding(test: &str, holder: &str) -> Option<(Live, LeaseHandle)> {
+    holding_with(test, capcat_proto::Config::default(), holder).await
+}
+
+/// One index pass of `rows` under `lease`, which must publish: returns the
+/// version it published at.
+async fn index_pass(c: &Catalog, lease: &mut LeaseHandle, rows: Vec<CaptureDescriptor>) -> u64 {
+    indexed_version(&ok("index", c.index(lease, rows).await))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_packs_describing_one_capture_resolve_to_one_pack_everywhere() {
-    let Some(live) = Live::start_with(
-        "two_packs_one_capture",
-        capcat_proto::Config::default()
-            .with_chunk(5)
-            .expect("chunk 5"),
-    )
-    .await
+    let chunk_of_5 = capcat_proto::Config::default()
+        .with_chunk(5)
+        .expect("chunk 5");
+    let Some((live, mut lease)) =
+        holding_with("two_packs_one_capture", chunk_of_5, "indexer").await
     else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
     let ids = capture_ids(30);
     let (p1, p2) = (Uuid::new_v4(), Uuid::new_v4());
     let a = pack_of(TENANT, &ids, 0, "store-a", p1);
@@ -110,7 +153,7 @@ async fn two_packs_describing_one_capture_resolve_to_one_pack_everywhere() {
             rows.extend([y.clone(), x.clone()]);
         }
     }
-    let version = indexed_version(&ok("index", c.index(&mut lease, rows).await));
+    let version = index_pass(c, &mut lease, rows).await;
     let packs: BTreeMap<Uuid, &Vec<CaptureDescriptor>> = [(p1, &a), (p2, &b)].into();
     let want: BTreeSet<Uuid> = ids.iter().copied().collect();
 
@@ -148,12 +191,7 @@ async fn two_packs_describing_one_capture_resolve_to_one_pack_everywhere() {
             ))
             .await;
             // Pack identity is in the sort key: the merge kept both rows.
-            let n = live
-                .count(&format!(
-                    "SELECT count() AS n FROM {}",
-                    live.tables().capture_raw()
-                ))
-                .await;
+            let n = live.rows_in(&live.tables().capture_raw()).await;
             assert_eq!(n, 60);
         }
     }
@@ -162,15 +200,13 @@ async fn two_packs_describing_one_capture_resolve_to_one_pack_everywhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pages_walk_every_capture_exactly_once_and_filters_narrow() {
-    let Some(live) = Live::start("pages_walk").await else {
+    let Some((live, mut lease)) = holding("pages_walk", "indexer").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
     let ids = capture_ids(250);
     let rows = pack_of(TENANT, &ids, 0, "store-a", Uuid::new_v4());
-    let version = indexed_version(&ok("index", c.index(&mut lease, rows.clone()).await));
+    let version = index_pass(c, &mut lease, rows.clone()).await;
     for size in [7, 100, 250, 1000] {
         let (_, all) = walk(c, size).await;
         assert_eq!(all.len(), 250, "page size {size}");
@@ -254,12 +290,10 @@ async fn pages_walk_every_capture_exactly_once_and_filters_narrow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours() {
-    let Some(live) = Live::start("foreign_row_at_v").await else {
+    let Some((live, mut lease)) = holding("foreign_row_at_v", "publisher").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut lease = ok("acquire", c.acquire_lease("publisher").await);
     let ids = capture_ids(10);
     let pack = Uuid::new_v4();
     let rows = pack_of(TENANT, &ids, 0, "store-a", pack);
@@ -312,12 +346,7 @@ async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours()
             .await,
     );
     assert!(lookup.records.is_empty(), "{:?}", lookup.records.keys());
-    let view = live
-        .count(&format!(
-            "SELECT count() AS n FROM {}",
-            live.tables().capture_view()
-        ))
-        .await;
+    let view = live.rows_in(&live.tables().capture_view()).await;
     assert_eq!(view, 0);
     live.finish().await;
 }
@@ -347,13 +376,11 @@ async fn run_until_guarded(live: &Live, publish: &mut Publish) {
 /// INSERTs run; returns its outcome and whether the publication tables
 /// changed. `config` picks the design under test.
 async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Option<bool> {
-    let live = Live::start_with(test, config.clone()).await?;
+    let (live, mut a) = holding_with(test, config.clone(), "publisher-a").await?;
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut a = ok("acquire", c.acquire_lease("publisher-a").await);
     let first = capture_ids(12);
     let rows = pack_of(TENANT, &first, 0, "store-a", Uuid::new_v4());
-    let w1 = indexed_version(&ok("index", c.index(&mut a, rows).await));
+    let w1 = index_pass(c, &mut a, rows).await;
     let (pinned_w, pinned_page) = walk(c, 5).await;
     assert_eq!(pinned_w, w1);
 
@@ -455,11 +482,10 @@ async fn the_barrier_only_design_lets_a_taken_over_publisher_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
-    let Some(live) = Live::start("fence_empty_lease").await else {
+    let Some(live) = ensured("fence_empty_lease").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
     let t = live.tables();
     let cfg = c.config();
     let (v, publish_id, lease_id) = (1, Uuid::new_v4(), Uuid::new_v4());
@@ -480,9 +506,7 @@ async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
     }
     let (watermark, manifest) = live.publication_tables().await;
     assert!(watermark.is_empty() && manifest.is_empty());
-    let leases = live
-        .count(&format!("SELECT count() AS n FROM {}", t.publisher_lease()))
-        .await;
+    let leases = live.rows_in(&t.publisher_lease()).await;
     assert_eq!(
         leases, 0,
         "a release over an empty lease table wrote a tombstone"
@@ -492,12 +516,11 @@ async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_public_view_shows_only_published_rows() {
-    let Some(live) = Live::start("public_view").await else {
+    let Some(live) = ensured("public_view").await else {
         return;
     };
     let c = &live.catalog;
     let t = live.tables().clone();
-    ok("ensure", c.ensure_schema().await);
     let view_ids = |rows: Vec<Vec<Value>>| -> Vec<(Uuid, Uuid)> {
         rows.into_iter()
             .map(|r| match r.as_slice() {
@@ -536,16 +559,8 @@ async fn the_public_view_shows_only_published_rows() {
     let mut lease = ok("acquire", c.acquire_lease("indexer").await);
     let ids = capture_ids(5);
     let (p, q) = (Uuid::new_v4(), Uuid::new_v4());
-    ok(
-        "index P",
-        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-a", p))
-            .await,
-    );
-    ok(
-        "index Q",
-        c.index(&mut lease, pack_of(TENANT, &ids[..2], 0, "store-b", q))
-            .await,
-    );
+    index_pass(c, &mut lease, pack_of(TENANT, &ids, 0, "store-a", p)).await;
+    index_pass(c, &mut lease, pack_of(TENANT, &ids[..2], 0, "store-b", q)).await;
     // An unpublished batch: descriptors only.
     let unpublished = Uuid::new_v4();
     let insert = capcat_proto::descriptor::insert_descriptors(
@@ -569,21 +584,30 @@ async fn the_public_view_shows_only_published_rows() {
 
 // ---- schema refusal ----
 
+/// The descriptor table of every earlier catalog below, written out
+/// literally (not generated from our code), sorted by `sort_key`.
+fn capture_raw_ddl(p: &str, sort_key: &str) -> String {
+    format!(
+        "CREATE TABLE {p}_capture_raw (tenant_id String, experiment_id String, run_id String, \
+         captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, \
+         index_version UInt64, step UInt64, tensor_name String, dtype String, \
+         shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, \
+         maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, \
+         zero_fraction Float64, payload_offset UInt64, payload_length UInt64, \
+         payload_sha256 String) ENGINE = ReplacingMergeTree(index_version) \
+         ORDER BY ({sort_key})"
+    )
+}
+
 /// The catalog as the seed's predecessor built it, written out literally (not
 /// generated from our code): descriptor key without pack identity, a commit
 /// log for membership, a watermark without publish_id, no manifest, no lease,
 /// no claims, no stamp.
 fn older_ddl(p: &str) -> Vec<String> {
     vec![
-        format!(
-            "CREATE TABLE {p}_capture_raw (tenant_id String, experiment_id String, run_id String, \
-             captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, \
-             index_version UInt64, step UInt64, tensor_name String, dtype String, \
-             shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, \
-             maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, \
-             zero_fraction Float64, payload_offset UInt64, payload_length UInt64, \
-             payload_sha256 String) ENGINE = ReplacingMergeTree(index_version) \
-             ORDER BY (tenant_id, experiment_id, run_id, captured_at_ns, capture_id)"
+        capture_raw_ddl(
+            p,
+            "tenant_id, experiment_id, run_id, captured_at_ns, capture_id",
         ),
         format!(
             "CREATE TABLE {p}_pack_inventory_raw (store_id String, pack_id UUID, \
@@ -803,15 +827,9 @@ async fn an_older_catalog_is_refused_truthfully_and_the_rebuild_restores_every_c
 /// membership tables, and no stamp table.
 fn pre_stamp_ddl(p: &str) -> Vec<String> {
     vec![
-        format!(
-            "CREATE TABLE {p}_capture_raw (tenant_id String, experiment_id String, run_id String, \
-             captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, \
-             index_version UInt64, step UInt64, tensor_name String, dtype String, \
-             shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, \
-             maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, \
-             zero_fraction Float64, payload_offset UInt64, payload_length UInt64, \
-             payload_sha256 String) ENGINE = ReplacingMergeTree(index_version) \
-             ORDER BY (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id)"
+        capture_raw_ddl(
+            p,
+            "tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id",
         ),
         format!(
             "CREATE TABLE {p}_index_watermark (index_version UInt64, publish_id UUID, \
@@ -849,20 +867,11 @@ async fn a_pre_stamp_catalog_is_refused_saying_what_is_not_wrong() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_healthy_catalog_with_its_manifest_truncated_is_refused() {
-    let Some(live) = Live::start("manifest_truncated").await else {
+    let Some((live, mut lease)) = holding("manifest_truncated", "indexer").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
-    ok(
-        "index",
-        c.index(
-            &mut lease,
-            pack_of(TENANT, &capture_ids(3), 0, "s", Uuid::new_v4()),
-        )
-        .await,
-    );
+    index_pass(c, &mut lease, fresh_pack(3)).await;
     assert!(matches!(
         ok("ensure again", c.ensure_schema().await),
         EnsureOutcome::Current { .. }
@@ -886,12 +895,11 @@ async fn a_healthy_catalog_with_its_manifest_truncated_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stamp_cleared_by_an_operator_is_still_refused_when_tables_are_missing() {
-    let Some(live) = Live::start("stamp_cleared").await else {
+    let Some(live) = ensured("stamp_cleared").await else {
         return;
     };
     let c = &live.catalog;
     let t = live.tables();
-    ok("ensure", c.ensure_schema().await);
     live.exec(&format!("TRUNCATE TABLE {}", t.schema_version()))
         .await;
     live.exec(&format!("DROP TABLE {}", t.index_watermark()))
@@ -957,39 +965,23 @@ async fn a_stray_lone_table_is_named() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stale_writers_release_cannot_revoke_a_healthy_holders_lease() {
-    let Some(live) = Live::start_with("stale_release", short_lease_config()).await else {
+    let Some((live, mut stale)) =
+        holding_with("stale_release", short_lease_config(), "stale").await
+    else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut stale = ok("acquire", c.acquire_lease("stale").await);
     tokio::time::sleep(Duration::from_millis(2_300)).await;
     let healthy_catalog = live.second_catalog(short_lease_config());
     let mut healthy = ok("takeover", healthy_catalog.acquire_lease("healthy").await);
-    let before = live
-        .count(&format!(
-            "SELECT count() AS n FROM {}",
-            live.tables().publisher_lease()
-        ))
-        .await;
+    let before = live.rows_in(&live.tables().publisher_lease()).await;
     // The stale writer shuts down cleanly: its release runs to completion...
     ok("stale release", stale.release().await);
-    let after = live
-        .count(&format!(
-            "SELECT count() AS n FROM {}",
-            live.tables().publisher_lease()
-        ))
-        .await;
+    let after = live.rows_in(&live.tables().publisher_lease()).await;
     assert_eq!(before, after, "the stale release wrote a tombstone");
     // ...and the healthy holder still holds, renews and publishes.
     ok("renew", healthy.renew().await);
-    let report = healthy_catalog
-        .index(
-            &mut healthy,
-            pack_of(TENANT, &capture_ids(2), 0, "s", Uuid::new_v4()),
-        )
-        .await;
-    indexed_version(&ok("index", report));
+    index_pass(&healthy_catalog, &mut healthy, fresh_pack(2)).await;
     // The stale writer cannot come back while the healthy lease is live.
     match c.acquire_lease("stale-again").await {
         Err(CatalogError::Lease(LeaseError::Held { holder, .. })) => assert_eq!(holder, "healthy"),
@@ -1001,57 +993,25 @@ async fn a_stale_writers_release_cannot_revoke_a_healthy_holders_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_mirrored_pack_is_not_admitted_to_a_snapshot_pinned_before_it() {
-    let Some(live) = Live::start("mirrored_pack").await else {
+    let Some((live, mut lease)) = holding("mirrored_pack", "indexer").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
     let ids = capture_ids(9);
     let pack = Uuid::new_v4();
-    let w1 = indexed_version(&ok(
-        "index",
-        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-a", pack))
-            .await,
-    ));
+    let w1 = index_pass(c, &mut lease, pack_of(TENANT, &ids, 0, "store-a", pack)).await;
     // A search pinned at W1, one page taken.
-    let first = ok(
-        "search",
-        c.search(SearchQuery {
-            filter: SearchFilter {
-                tenant_id: TENANT.into(),
-                ..SearchFilter::default()
-            },
-            cursor: None,
-            page_size: ok("size", PageSize::new(4)),
-        })
-        .await,
-    );
+    let first = ok("search", c.search(tenant_query(None, 4)).await);
     assert_eq!(first.watermark, w1);
     let cursor: Cursor = first.next.clone().expect("more pages");
     // The mirror: the SAME pack id in a second store, at a later version.
-    let w2 = indexed_version(&ok(
-        "mirror",
-        c.index(&mut lease, pack_of(TENANT, &ids, 0, "store-b", pack))
-            .await,
-    ));
+    let w2 = index_pass(c, &mut lease, pack_of(TENANT, &ids, 0, "store-b", pack)).await;
     assert!(w2 > w1);
     // The pinned search continues at W1 and sees only store-a.
     let mut records = first.records;
     let mut next = Some(cursor);
     while let Some(cursor) = next {
-        let page = ok(
-            "search",
-            c.search(SearchQuery {
-                filter: SearchFilter {
-                    tenant_id: TENANT.into(),
-                    ..SearchFilter::default()
-                },
-                cursor: Some(cursor),
-                page_size: ok("size", PageSize::new(4)),
-            })
-            .await,
-        );
+        let page = ok("search", c.search(tenant_query(Some(cursor), 4)).await);
         assert_eq!(page.watermark, w1);
         records.extend(page.records);
         next = page.next;
@@ -1147,7 +1107,7 @@ async fn acquire_in_turn(
     patient: bool,
     taken: &AtomicBool,
     jitter: &capcat_clickhouse::Jitter,
-) -> (Option<capcat_clickhouse::LeaseHandle>, u32) {
+) -> (Option<LeaseHandle>, u32) {
     let quick = if patient { QUICK_ACQUIRES } else { 1 };
     let mut expiry = None;
     for attempt in 0..quick {
@@ -1198,7 +1158,7 @@ async fn acquire_in_turn(
 /// the turn and how many held terms it waited out.
 async fn publisher_turn(
     catalog: &Catalog,
-    handle: &mut Option<capcat_clickhouse::LeaseHandle>,
+    handle: &mut Option<LeaseHandle>,
     rows: Vec<CaptureDescriptor>,
     name: &'static str,
     patient: bool,
@@ -1551,12 +1511,10 @@ async fn an_unreachable_server_is_a_transport_failure_and_a_silent_one_a_timeout
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_holder_reacquiring_keeps_its_lease_id_and_a_live_lease_is_held() {
-    let Some(live) = Live::start("reacquire").await else {
+    let Some((live, mut a)) = holding("reacquire", "a").await else {
         return;
     };
     let c = &live.catalog;
-    ok("ensure", c.ensure_schema().await);
-    let mut a = ok("acquire", c.acquire_lease("a").await);
     let id = a.lease().lease_id;
     let term = a.lease().term;
     ok("reacquire", a.reacquire().await);

@@ -205,6 +205,12 @@ impl Live {
         }
     }
 
+    /// How many rows `table` holds.
+    pub async fn rows_in(&self, table: &str) -> u64 {
+        self.count(&format!("SELECT count() AS n FROM {table}"))
+            .await
+    }
+
     /// Every row of the watermark and the manifest, in a total order, with
     /// every column: what "byte for byte unchanged" is compared on.
     pub async fn publication_tables(&self) -> (Vec<Vec<Value>>, Vec<Vec<Value>>) {
