@@ -399,8 +399,20 @@ pub fn schedule_of(
 /// `walks` seeded random walks of the shipped design (at most `max_steps`
 /// steps each), as one JSON document.
 pub fn random_walks(seed: u64, walks: usize, max_steps: usize) -> Result<Json, TraceError> {
-    let design = Design::Shipped;
-    let cfg = ModelConfig::ci(design);
+    random_walks_with(ModelConfig::ci(Design::Shipped), seed, walks, max_steps)
+}
+
+/// `walks` seeded random walks of the model `cfg` builds (at most
+/// `max_steps` steps each), as one JSON document: [`random_walks`] under
+/// other bounds and switches (releases, re-acquires, orphaned INSERTs,
+/// foreign rows).
+pub fn random_walks_with(
+    cfg: ModelConfig,
+    seed: u64,
+    walks: usize,
+    max_steps: usize,
+) -> Result<Json, TraceError> {
+    let design = cfg.design;
     let label = format!("{cfg:?}");
     let model = build(design, cfg)?;
     let mut rng = Rng::new(seed);

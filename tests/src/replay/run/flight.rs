@@ -65,6 +65,7 @@ impl Replay<'_> {
                     split: false,
                     in_window: false,
                     killed: false,
+                    conditional: false,
                 });
                 self.flights.len() - 1
             }
@@ -85,7 +86,14 @@ impl Replay<'_> {
         }
         let sql = self.sql_of(&stmt);
         let in_window = self.in_window(&sql);
-        let live_head = match stmt.param("lease_id") {
+        // The lease a guard is judged by: a conditional INSERT's (an
+        // orphaned unconditional one is judged by none, as in the model).
+        let judged = if self.flights[k].conditional {
+            stmt.param("lease_id").map(str::to_owned)
+        } else {
+            None
+        };
+        let live_head = match &judged {
             Some(id) => self.lease_is_live_head(step, id)?,
             None => Some(true),
         };
@@ -94,7 +102,9 @@ impl Replay<'_> {
             .run_trace(&stmt, &sql)
             .map_err(|e| self.engine_error(step, &sql, e))?;
         let returned = wall_ns();
-        let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
+        let boundary = self.flights[k].conditional
+            && sql.contains("now64(")
+            && near_expiry(self.expiries(), sent, returned);
         let landed = match &self.flights[k].target {
             Some(t) => {
                 let t = t.clone();
@@ -108,7 +118,7 @@ impl Replay<'_> {
         flight.landed = landed.clone();
         let target = flight.target.clone().unwrap_or_default();
         let publisher = flight.publisher.clone();
-        if live_head == Some(false) && !landed.is_empty() && stmt.param("lease_id").is_some() {
+        if live_head == Some(false) && !landed.is_empty() && judged.is_some() {
             let what = format!(
                 "step {}: {}'s {} landed {} row(s) in {target} though its lease was not the live head",
                 step.index,
@@ -134,7 +144,7 @@ impl Replay<'_> {
         }
         let predicted_nothing = evaluated.contains("landing: Nothing");
         let predicted_fenced_out = evaluated.contains("fenced_out: true");
-        let real_fenced_out = stmt.param("lease_id").is_some() && live_head == Some(false);
+        let real_fenced_out = judged.is_some() && live_head == Some(false);
         if predicted_nothing != landed.is_empty() || predicted_fenced_out != real_fenced_out {
             return Err(self.disagree(
                 step,

@@ -55,6 +55,10 @@ struct Flight {
     in_window: bool,
     /// Killed at its cap in the model after the engine ran it.
     killed: bool,
+    /// Sent by its client as a conditional INSERT (`Issue…`). A crashed
+    /// publisher's orphan is an unconditional INSERT that first shows at its
+    /// `EvaluateGuard`: the model judges no lease for it.
+    conditional: bool,
 }
 
 /// What the engine showed of the properties, as the replay went.
@@ -410,6 +414,7 @@ impl Replay<'_> {
                 split: false,
                 in_window: false,
                 killed: false,
+                conditional: true,
             });
             return Ok(None);
         }
