@@ -159,6 +159,11 @@ pub struct ServiceConfig {
     pub reconcile_on_start: bool,
     /// Reconcile periodically (off when absent).
     pub reconcile_interval_s: Option<f64>,
+    /// The least time between two writes of `<spool_dir>/status.json` by the
+    /// cycle loop (close always writes). Each write fsyncs, so writing on
+    /// every idle cycle would cost the disk twenty syncs a second at the
+    /// default poll interval for a file an operator reads by hand.
+    pub status_interval_s: f64,
     /// A pack refused on its own this many times is set aside.
     pub max_index_attempts: u32,
     /// The indexer's budget for one batch (estimated parameter bytes).
@@ -200,6 +205,7 @@ impl Default for ServiceConfig {
             demand_max_in_flight: 4,
             reconcile_on_start: true,
             reconcile_interval_s: None,
+            status_interval_s: 1.0,
             max_index_attempts: 5,
             index_batch_budget_bytes: 64 * 1024 * 1024,
             max_packs_per_cycle: 64,
@@ -241,6 +247,8 @@ pub struct ValidConfig {
     pub demand_publish_timeout: Duration,
     /// [`ServiceConfig::reconcile_interval_s`].
     pub reconcile_interval: Option<Duration>,
+    /// [`ServiceConfig::status_interval_s`].
+    pub status_interval: Duration,
 }
 
 fn seconds(field: &'static str, value: f64) -> Result<Duration, ConfigError> {
@@ -306,6 +314,7 @@ impl ServiceConfig {
             seconds("catalog_request_timeout_s", self.catalog_request_timeout_s)?;
         let demand_publish_timeout =
             seconds("demand_publish_timeout_s", self.demand_publish_timeout_s)?;
+        let status_interval = seconds("status_interval_s", self.status_interval_s)?;
         let reconcile_interval = match self.reconcile_interval_s {
             Some(value) => Some(seconds("reconcile_interval_s", value)?),
             None => None,
@@ -399,6 +408,7 @@ impl ServiceConfig {
             catalog_request_timeout,
             demand_publish_timeout,
             reconcile_interval,
+            status_interval,
         })
     }
 }
@@ -423,7 +433,7 @@ mod tests {
     #[test]
     fn every_interval_refuses_nan_infinity_zero_and_negatives_naming_the_field() {
         type Setter = fn(&mut ServiceConfig, f64);
-        let fields: [(&str, Setter); 9] = [
+        let fields: [(&str, Setter); 10] = [
             ("poll_interval_s", |c, v| c.poll_interval_s = v),
             ("max_backoff_s", |c, v| c.max_backoff_s = v),
             ("lease_ttl_s", |c, v| c.lease_ttl_s = v),
@@ -438,6 +448,7 @@ mod tests {
             ("demand_publish_timeout_s", |c, v| {
                 c.demand_publish_timeout_s = v
             }),
+            ("status_interval_s", |c, v| c.status_interval_s = v),
             ("reconcile_interval_s", |c, v| {
                 c.reconcile_interval_s = Some(v)
             }),

@@ -173,7 +173,7 @@ impl<S> Inner<S> {
             Some(error) => {
                 state.snapshot.status_write_failures += 1;
                 if !std::mem::replace(&mut state.status_failing, true) {
-                    tracing::warn!(%error, "writing the status file failed; retried every cycle");
+                    tracing::warn!(%error, "writing the status file failed; retried at the next status interval");
                 }
             }
         }

@@ -7,7 +7,7 @@ use capcat_service::read_status;
 use crate::harness;
 
 /// A running service's snapshot is readable from another process through
-/// `<spool_dir>/status.json`: written every cycle (its counters move while
+/// `<spool_dir>/status.json`: rewritten once per status interval (its counters move while
 /// the service runs), and a last time on close, marked closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_running_service_writes_its_snapshot_to_the_status_file() {
@@ -38,7 +38,7 @@ async fn a_running_service_writes_its_snapshot_to_the_status_file() {
     assert_eq!(first.catalog_prefix, cfg.raw.catalog_prefix);
     assert_eq!(first.snapshot.uploaded, 1);
     assert!(first.snapshot.lease_held);
-    // Rewritten every cycle: the cycle counter and the time move on.
+    // Rewritten each status interval: the cycle counter and the time move on.
     harness::eventually("a later status file", Duration::from_secs(10), || {
         read_status(&spool_dir).unwrap().is_some_and(|s| {
             s.snapshot.cycles > first.snapshot.cycles && s.written_at >= first.written_at
