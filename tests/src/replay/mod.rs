@@ -98,7 +98,7 @@ pub fn corpus_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Times a trace is replayed again after the harness fell behind the
 /// model's clock (`ReplayError::Drift`: load, not a disagreement).
-pub const DRIFT_RETRIES: u32 = 2;
+pub const DRIFT_RETRIES: u32 = 3;
 
 /// [`replay_trace`], replayed again (in a fresh database) up to
 /// [`DRIFT_RETRIES`] times when the harness could not keep the model's
