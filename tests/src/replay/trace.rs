@@ -263,3 +263,54 @@ pub fn read_traces(path: &Path) -> Result<Vec<Trace>, ReplayError> {
     let doc: Json = serde_json::from_str(&text).map_err(|e| malformed(&file, e.to_string()))?;
     traces_of(&file, &doc)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_counterexample_document_becomes_one_trace_with_its_sql() {
+        let doc = json!({
+            "kind": "counterexample",
+            "design": "BarrierOnly",
+            "violates": "FencedOutWritesNothing",
+            "config": "ModelConfig { ttl_ticks: 2, foreign_writes: 0 }",
+            "sql": ["INSERT INTO m_index_watermark (index_version) SELECT {v:UInt64}"],
+            "steps": [{
+                "action": "IssueWatermark p0 (publish.insert_watermark)",
+                "actor": "p0",
+                "predicted": { "sent": "in flight" },
+                "statement": {
+                    "name": "publish.insert_watermark",
+                    "sql_ref": 0,
+                    "params": { "v": { "type": "UInt64", "value": "1" } },
+                    "settings": { "select_sequential_consistency": true, "max_execution_time_s": 1 },
+                    "expect": "nothing"
+                },
+                "tables_gained": {}
+            }]
+        });
+        let traces = traces_of("x", &doc).expect("a valid document");
+        assert_eq!(traces.len(), 1);
+        let t = &traces[0];
+        assert_eq!(
+            (t.ttl_ticks, t.violates.as_deref()),
+            (2, Some("FencedOutWritesNothing"))
+        );
+        let stmt = t.steps[0].statement.as_ref().expect("a statement");
+        assert_eq!(stmt.insert_target(), Some("m_index_watermark"));
+        assert_eq!(stmt.param("v"), Some("1"));
+        assert_eq!(
+            (stmt.columns.clone(), stmt.max_execution_time_s),
+            (None, Some(1))
+        );
+        assert_eq!(t.steps[0].publisher(), Some("p0"));
+        let bad = json!({ "kind": "counterexample", "sql": [], "config": "", "steps": [] });
+        assert!(matches!(
+            traces_of("x", &bad),
+            Err(ReplayError::Malformed { .. })
+        ));
+    }
+}

@@ -89,7 +89,7 @@ impl Replay<'_> {
 
 /// Rows of a ReplacingMergeTree as a merge leaves them: the highest version
 /// per key (a merge may or may not have happened on the engine).
-fn collapse(rows: &RowSet, key: &[usize], version: usize) -> RowSet {
+pub(super) fn collapse(rows: &RowSet, key: &[usize], version: usize) -> RowSet {
     let mut best: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
     for r in rows {
         let k: Vec<String> = key.iter().filter_map(|i| r.get(*i).cloned()).collect();

@@ -456,3 +456,30 @@ impl Replay<'_> {
         Ok(Some(table))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::finish::collapse;
+    use super::*;
+
+    #[test]
+    fn a_table_is_mentioned_only_as_a_whole_word() {
+        let sql = "SELECT max(index_version) FROM m_index_watermark WHERE x";
+        assert!(mentions(sql, "m_index_watermark"));
+        assert!(!mentions(sql, "m_index"));
+        assert!(!mentions(
+            "SELECT 1 FROM m_index_watermark2",
+            "m_index_watermark"
+        ));
+    }
+
+    #[test]
+    fn a_replacing_table_keeps_the_highest_version_per_key() {
+        let row = |p: &str, v: &str| vec!["s".to_owned(), p.to_owned(), v.to_owned()];
+        let rows: RowSet = [row("a", "1"), row("a", "2"), row("b", "1")].into();
+        assert_eq!(
+            collapse(&rows, &[0, 1], 2),
+            [row("a", "2"), row("b", "1")].into()
+        );
+    }
+}
