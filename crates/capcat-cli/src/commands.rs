@@ -345,7 +345,8 @@ fn print_status_file(spool_dir: &Path) {
         Ok(Some(status)) => status,
         Ok(None) => {
             println!(
-                "service: no status file in {} (no service has run on this spool)",
+                "service: no status file in {} yet (a service writes it after its first cycle \
+                 and when it closes)",
                 spool_dir.display()
             );
             return;

@@ -298,6 +298,12 @@ fn status_prints_the_service_snapshot_and_demand() {
     let said = capcat.run(&["status"]);
     assert!(said.contains("is corrupt"), "{said}");
     assert!(said.contains("published head (watermark) 1"), "{said}");
+
+    // No file yet (a service in its first cycle): said so, the rest shown.
+    std::fs::remove_file(&path).unwrap();
+    let said = capcat.run(&["status"]);
+    assert!(said.contains("no status file"), "{said}");
+    assert!(said.contains("demand: 0 pending pack(s)"), "{said}");
 }
 
 /// The S3 test server on 127.0.0.1 with a bucket; killed when dropped.
