@@ -6,16 +6,9 @@
 //! loop, in capcat-clickhouse) and holds the publisher lease as a
 //! [`capcat_clickhouse::LeaseHandle`]; nothing here drives a machine.
 
-use std::collections::BTreeMap;
-
 pub use capcat_clickhouse::Catalog;
 use capcat_clickhouse::CatalogError;
-use capcat_proto::demand::{DemandEvent, ReadDemand, storage};
-use capcat_proto::schema::drop_schema;
-use capcat_proto::{
-    Config, Failure, IndexError, IndexPass, Lease, LeaseClaim, Machine as _, Release, Step, Tables,
-};
-use uuid::Uuid;
+use capcat_proto::{Failure, IndexError};
 
 /// The catalog the service publishes to: capcat-clickhouse's [`Catalog`].
 /// The name is kept from when the service carried its own client, so
@@ -81,81 +74,10 @@ pub fn failure_is_outage(failure: &Failure) -> bool {
     !matches!(failure, Failure::Server { code, .. } if VALUE_REFUSAL_CODES.contains(code))
 }
 
-/// The statements of every protocol machine for `tables`, for `capcat sql`.
-#[must_use]
-pub fn describe_statements(tables: &Tables, protocol: &Config) -> BTreeMap<&'static str, String> {
-    let mut out = BTreeMap::new();
-    for stmt in capcat_proto::schema::create_schema(tables) {
-        out.insert(stmt.name, stmt.sql);
-    }
-    for stmt in drop_schema(tables) {
-        out.insert(stmt.name, stmt.sql);
-    }
-    let lease = Lease {
-        lease_id: Uuid::nil(),
-        holder: "example".to_owned(),
-        term: 1,
-        expires_at_ns: 0,
-    };
-    let mut collect = |first: Step<_>| {
-        if let Step::Execute(stmt) = first {
-            out.insert(stmt.name, stmt.sql);
-        }
-    };
-    collect(
-        LeaseClaim::acquire(
-            tables.clone(),
-            protocol.clone(),
-            "example".into(),
-            None,
-            Uuid::nil(),
-        )
-        .poll()
-        .map_done(),
-    );
-    collect(
-        Release::new(tables.clone(), protocol.clone(), lease.clone())
-            .poll()
-            .map_done(),
-    );
-    let descriptor = capcat_proto::CaptureDescriptor {
-        tenant_id: "t".into(),
-        ..Default::default()
-    };
-    collect(
-        IndexPass::new(
-            tables.clone(),
-            protocol.clone(),
-            lease,
-            vec![descriptor],
-            Uuid::nil(),
-        )
-        .poll()
-        .map_done(),
-    );
-    collect(ReadDemand::new(tables.clone(), None, 1).poll().map_done());
-    let append = storage::append(tables, &DemandEvent::scan("shard", 0, 0, None), Uuid::nil());
-    out.insert(append.name, append.sql);
-    out
-}
-
-/// Drops the machine-specific outcome type of a step, keeping a statement.
-trait MapDone {
-    fn map_done(self) -> Step<()>;
-}
-
-impl<T> MapDone for Step<T> {
-    fn map_done(self) -> Step<()> {
-        match self {
-            Step::Execute(stmt) => Step::Execute(stmt),
-            Step::Draw { below } => Step::Draw { below },
-            Step::Done(_) => Step::Done(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use uuid::Uuid;
+
     use super::*;
 
     fn statement(failure: Failure) -> IndexError {
@@ -222,22 +144,5 @@ mod tests {
             operation: "index",
             steps: 1
         }));
-    }
-
-    #[test]
-    fn describe_statements_names_the_schema_lease_index_and_demand_statements() {
-        let tables = Tables::new("p").expect("prefix");
-        let all = describe_statements(&tables, &Config::default());
-        for name in ["lease.read_head", "index.read_committed", "demand.append"] {
-            assert!(
-                all.contains_key(name),
-                "{name} missing from {:?}",
-                all.keys().collect::<Vec<_>>()
-            );
-        }
-        assert!(
-            all.values().all(|sql| sql.contains("p_")),
-            "every statement names the prefix's tables"
-        );
     }
 }

@@ -40,9 +40,6 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         let mut backoff = Backoff::new(self.cfg.poll_interval, self.cfg.max_backoff);
         let mut stop = self.stop.subscribe();
         let mut last_reconcile = tokio::time::Instant::now();
-        // The first cycle always writes the status file; later ones at most
-        // once per status interval (see `ServiceConfig::status_interval_s`).
-        let mut last_status: Option<tokio::time::Instant> = None;
         loop {
             if *stop.borrow() {
                 return;
@@ -67,10 +64,6 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     wait
                 }
             };
-            if last_status.is_none_or(|at| at.elapsed() >= self.cfg.status_interval) {
-                last_status = Some(tokio::time::Instant::now());
-                self.write_status(false).await;
-            }
             self.progress.send_modify(|n| *n += 1);
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}

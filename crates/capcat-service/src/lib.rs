@@ -30,6 +30,7 @@ mod service;
 pub mod snapshot;
 pub mod spool;
 pub mod status;
+mod status_writer;
 
 pub use backoff::Backoff;
 pub use capcat_clickhouse::demand::DemandPublisher;

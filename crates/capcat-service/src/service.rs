@@ -287,9 +287,10 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         }
         let cycle = runtime.spawn(Arc::clone(&inner).cycle_loop());
         let keeper = runtime.spawn(Arc::clone(&inner).lease_keeper());
+        let status = runtime.spawn(Arc::clone(&inner).status_writer());
         Ok(Self {
             inner,
-            tasks: Mutex::new(vec![cycle, keeper]),
+            tasks: Mutex::new(vec![cycle, keeper, status]),
         })
     }
 

@@ -1,8 +1,8 @@
 //! The status file: a running service's snapshot on disk, for `capcat status`.
 //!
-//! The service writes `<spool_dir>/status.json` after its first cycle, then
-//! after a cycle at most once per `status_interval_s` (default 1 s: each
-//! write fsyncs), and once more on close. Another process (the CLI) reads it with [`read_status`] without
+//! The service writes `<spool_dir>/status.json` at start, then once per
+//! `status_interval_s` (default 1 s: each write fsyncs) from a task of its
+//! own, so a long cycle does not freeze it, and once more on close. Another process (the CLI) reads it with [`read_status`] without
 //! talking to the service. The write is atomic: a temporary file beside it is
 //! written, fsynced, renamed over `status.json`, and the directory fsynced,
 //! so a reader sees either the previous whole file or the new whole file,
