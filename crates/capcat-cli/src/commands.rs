@@ -339,14 +339,15 @@ fn json_text(value: &serde_json::Value) -> String {
     }
 }
 
-/// Prints the status file a service writes into its spool every cycle.
+/// Prints the status file a service writes into its spool (at start, then
+/// once per `status_interval_s`, and when it closes).
 fn print_status_file(spool_dir: &Path) {
     let status = match capcat_service::read_status(spool_dir) {
         Ok(Some(status)) => status,
         Ok(None) => {
             println!(
-                "service: no status file in {} yet (a service writes it after its first cycle \
-                 and when it closes)",
+                "service: no status file in {} (no service has run on this spool; \
+                 a running service writes one at start)",
                 spool_dir.display()
             );
             return;

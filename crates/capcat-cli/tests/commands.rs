@@ -299,7 +299,7 @@ fn status_prints_the_service_snapshot_and_demand() {
     assert!(said.contains("is corrupt"), "{said}");
     assert!(said.contains("published head (watermark) 1"), "{said}");
 
-    // No file yet (a service in its first cycle): said so, the rest shown.
+    // No file (no service has run here): said so, the rest shown.
     std::fs::remove_file(&path).unwrap();
     let said = capcat.run(&["status"]);
     assert!(said.contains("no status file"), "{said}");
