@@ -10,14 +10,24 @@
 //!
 //! SQL texts are stored once per file (`sql`, indexed by `sql_ref`), so a
 //! corpus of many walks stays small while every statement stays exact.
+//!
+//! Beside each step's own statement, `folded` lists the statements the
+//! model runs within that step (the index pass's `index.read_committed`
+//! and `index.insert_descriptors`) with what each returned, and every trace
+//! carries the model's whole tables before its first step
+//! (`initial_tables`) and after its last (`final_tables`), in the notation
+//! of `tables_gained`.
 
 use std::collections::BTreeMap;
 
 use capcat_model_check::names::publication as n;
+use capcat_model_check::publication::engine::{Db, is_conditional_insert};
+use capcat_model_check::publication::model::pack_of;
 use capcat_model_check::publication::state::Phase;
 use capcat_model_check::publication::{Action, Design, ModelConfig, PublicationModel, State};
 use capcat_model_check::run::shortest_counterexample;
-use capcat_proto::{Expect, Input, Machine, Statement, Step};
+use capcat_proto::descriptor::Locator;
+use capcat_proto::{CaptureDescriptor, Expect, IndexPass, Input, Machine, Statement, Step};
 use serde_json::{Value as Json, json};
 use stateright::Model;
 
@@ -226,6 +236,167 @@ fn table_changes(before: &State, after: &State) -> Json {
     Json::Object(out)
 }
 
+/// Rows in the model's notation, as `predicted.rows` carries them.
+fn rows_json(rows: &capcat_proto::Rows) -> Json {
+    json!(
+        rows.0
+            .iter()
+            .map(|r| r.iter().map(|v| format!("{v:?}")).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    )
+}
+
+/// Runs `stmt` on `db` as the model runs a read or an unconditional INSERT
+/// in one step, and returns what the machine is fed.
+fn run_atomically(
+    model: &PublicationModel,
+    db: &mut Db,
+    stmt: &Statement,
+    now: u8,
+) -> Option<Input> {
+    if stmt.expect == Expect::Nothing {
+        let landing = db.evaluate(model.tables(), stmt, now, None).ok()?;
+        db.land(landing);
+        Some(Input::Rows(capcat_proto::Rows::empty()))
+    } else {
+        db.read(model.tables(), stmt, now).ok().map(Input::Rows)
+    }
+}
+
+/// The statements the model runs inside a publisher's client step besides
+/// the step's own (`index.read_committed` and `index.insert_descriptors`,
+/// which it runs together with the step before them), with what each
+/// returned: the step replayed on copies of the publisher's machine and of
+/// the tables, as the model's step runs them.
+fn folded_statements(
+    model: &PublicationModel,
+    before: &State,
+    after: &State,
+    publisher: usize,
+    draw: Option<u64>,
+    sql: &mut SqlTable,
+) -> Vec<Json> {
+    const FOLDED: [&str; 2] = ["index.read_committed", "index.insert_descriptors"];
+    let Some(p) = before.publishers.get(publisher) else {
+        return Vec::new();
+    };
+    let mut phase = p.phase.clone();
+    let mut db = before.db.clone();
+    let now = before.now;
+    let mut out = Vec::new();
+    let mut record = |stmt: &Statement, input: &Input, sql: &mut SqlTable| {
+        let mut j = statement_json(stmt, sql);
+        j["predicted"] = match input {
+            Input::Rows(rows) if matches!(stmt.expect, Expect::Rows(_)) => {
+                json!({ "rows": rows_json(rows) })
+            }
+            _ => json!({ "ran": "atomically" }),
+        };
+        out.push(j);
+    };
+    fn poll_phase(phase: &mut Phase) -> Option<Step<()>> {
+        fn strip<T>(s: Step<T>) -> Step<()> {
+            match s {
+                Step::Execute(x) => Step::Execute(x),
+                Step::Draw { below } => Step::Draw { below },
+                Step::Done(_) => Step::Done(()),
+            }
+        }
+        Some(match phase {
+            Phase::Acquire(m) => strip(m.poll()),
+            Phase::Pass(m) => strip(m.poll()),
+            Phase::Release(m) => strip(m.poll()),
+            _ => return None,
+        })
+    }
+    fn feed(phase: &mut Phase, input: Input) {
+        match phase {
+            Phase::Acquire(m) => m.handle(input),
+            Phase::Pass(m) => m.handle(input),
+            Phase::Release(m) => m.handle(input),
+            _ => {}
+        }
+    }
+    // The step's own statement.
+    let main = match poll_phase(&mut phase) {
+        Some(Step::Execute(s)) => s,
+        Some(Step::Draw { .. }) => {
+            feed(&mut phase, Input::Drawn(draw.unwrap_or(0)));
+            match poll_phase(&mut phase) {
+                Some(Step::Execute(s)) => s,
+                _ => return out,
+            }
+        }
+        _ => return out,
+    };
+    if is_conditional_insert(main.name) {
+        return out;
+    }
+    let Some(input) = run_atomically(model, &mut db, &main, now) else {
+        return out;
+    };
+    feed(&mut phase, input);
+    // Bounded like the model's own settling loop.
+    for _ in 0..32 {
+        match poll_phase(&mut phase) {
+            Some(Step::Execute(s)) if FOLDED.contains(&s.name) => {
+                let Some(input) = run_atomically(model, &mut db, &s, now) else {
+                    break;
+                };
+                record(&s, &input, sql);
+                feed(&mut phase, input);
+            }
+            Some(Step::Done(())) if matches!(phase, Phase::Acquire(_)) => {
+                // The acquire succeeded and the publisher starts its index
+                // pass, whose first statement (the replay guard's read) the
+                // model runs in this step too. It reads only the pass's
+                // packs: the publisher's own (`pack_of`).
+                if let (Some(Phase::Pass(_)), Some(lease)) = (
+                    after.publishers.get(publisher).map(|a| &a.phase),
+                    after.publishers.get(publisher).and_then(|a| a.held.clone()),
+                ) {
+                    let (store_id, pack_id) = pack_of(u8::try_from(publisher).unwrap_or(u8::MAX));
+                    let descriptor = CaptureDescriptor {
+                        locator: Locator {
+                            store_id,
+                            pack_id,
+                            ..Locator::default()
+                        },
+                        ..CaptureDescriptor::default()
+                    };
+                    let mut pass = IndexPass::new(
+                        model.tables().clone(),
+                        model.proto().clone(),
+                        lease,
+                        vec![descriptor],
+                        uuid::Uuid::nil(),
+                    );
+                    if let Step::Execute(s) = pass.poll()
+                        && FOLDED.contains(&s.name)
+                        && let Some(input) = run_atomically(model, &mut db, &s, now)
+                    {
+                        record(&s, &input, sql);
+                    }
+                }
+                break;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// The model's tables in its notation (what `tables_gained` lists).
+fn tables_json(state: &State) -> Json {
+    table_changes(
+        &State {
+            db: Db::default(),
+            ..state.clone()
+        },
+        state,
+    )
+}
+
 /// One step of a path as JSON.
 fn step_json(
     model: &PublicationModel,
@@ -299,13 +470,31 @@ fn step_json(
         Action::Tick => ("clock".to_owned(), None, json!({ "now": after.now })),
         Action::ForeignInsert { .. } => ("foreign writer".to_owned(), None, Json::Null),
     };
-    json!({
+    let mut out = json!({
         "action": model.format_action(action),
         "actor": actor,
         "statement": statement.map(|s| statement_json(&s, sql)),
         "predicted": prediction,
         "tables_gained": table_changes(before, after),
-    })
+    });
+    if let Action::Client {
+        publisher, draw, ..
+    } = action
+    {
+        let folded = folded_statements(model, before, after, usize::from(*publisher), *draw, sql);
+        if !folded.is_empty() {
+            out["folded"] = json!(folded);
+        }
+    }
+    out
+}
+
+/// A path rendered: its steps, and the model's tables before the first
+/// step and after the last.
+struct Rendered {
+    steps: Vec<Json>,
+    initial_tables: Json,
+    final_tables: Json,
 }
 
 /// Replays `actions` through `model` from its first initial state and
@@ -315,12 +504,13 @@ fn render_path(
     model: &PublicationModel,
     actions: &[Action],
     sql: &mut SqlTable,
-) -> Result<Vec<Json>, TraceError> {
+) -> Result<Rendered, TraceError> {
     let mut state = model
         .init_states()
         .into_iter()
         .next()
         .ok_or(TraceError::Replay { design, step: 0 })?;
+    let initial_tables = tables_json(&state);
     let mut steps = Vec::with_capacity(actions.len());
     for (i, action) in actions.iter().enumerate() {
         let next = model
@@ -332,7 +522,11 @@ fn render_path(
         steps.push(step_json(model, &state, action, &next, sql));
         state = next;
     }
-    Ok(steps)
+    Ok(Rendered {
+        steps,
+        initial_tables,
+        final_tables: tables_json(&state),
+    })
 }
 
 fn build(design: Design, cfg: ModelConfig) -> Result<PublicationModel, TraceError> {
@@ -354,14 +548,16 @@ pub fn counterexample(
     let actions = shortest_counterexample(&model, property, SEARCH_LIMIT)
         .ok_or(TraceError::NotFound { design, property })?;
     let mut sql = SqlTable::default();
-    let steps = render_path(design, &model, &actions, &mut sql)?;
+    let rendered = render_path(design, &model, &actions, &mut sql)?;
     Ok(json!({
         "kind": "counterexample",
         "design": design.name(),
         "violates": property,
         "config": label,
         "sql": sql.texts,
-        "steps": steps,
+        "steps": rendered.steps,
+        "initial_tables": rendered.initial_tables,
+        "final_tables": rendered.final_tables,
     }))
 }
 
@@ -385,14 +581,16 @@ pub fn schedule_of(
     let rendered_design = render.design;
     let model = build(rendered_design, render)?;
     let mut sql = SqlTable::default();
-    let steps = render_path(rendered_design, &model, &actions, &mut sql)?;
+    let rendered = render_path(rendered_design, &model, &actions, &mut sql)?;
     Ok(json!({
         "kind": "schedule",
         "design": rendered_design.name(),
         "schedule_of": property,
         "config": label,
         "sql": sql.texts,
-        "steps": steps,
+        "steps": rendered.steps,
+        "initial_tables": rendered.initial_tables,
+        "final_tables": rendered.final_tables,
     }))
 }
 
@@ -440,8 +638,13 @@ pub fn random_walks_with(
             actions.push(action);
             state = next;
         }
-        let steps = render_path(design, &model, &actions, &mut sql)?;
-        out.push(json!({ "walk": walk, "steps": steps }));
+        let rendered = render_path(design, &model, &actions, &mut sql)?;
+        out.push(json!({
+            "walk": walk,
+            "steps": rendered.steps,
+            "initial_tables": rendered.initial_tables,
+            "final_tables": rendered.final_tables,
+        }));
     }
     Ok(json!({
         "kind": "random_walks",

@@ -38,20 +38,24 @@
 //! pass. Such a counterexample (the violation IS the late landing) is
 //! reported as not reproduced, with the reason.
 //!
-//! **Not in the trace.** The model runs the index pass's
+//! **Folded statements.** The model runs the index pass's
 //! `index.read_committed` and `index.insert_descriptors` together with the
-//! step before them, and the exporter does not write them out: the rows
-//! they add (`capture_raw`) are written by the harness with placeholder
-//! fields ([`Untested::FoldedStatement`]); the read is not replayed. The
-//! reader's statements are not in the trace either: [`reader`] builds them
-//! with capcat-proto's reader machine, as the model does. A foreign
-//! writer's rows are written by the harness, as the model gained them.
+//! step before them; the exporter lists them in the step's `folded`, and
+//! the replay runs them after the step's own statement and compares them
+//! the same way. (In traces exported before `folded` existed, the rows
+//! those writes add are written by the harness with placeholder fields,
+//! [`Untested::FoldedStatement`], and the read is not replayed.) The
+//! reader's statements are not in the trace: [`reader`] builds them with
+//! capcat-proto's reader machine, as the model does. A foreign writer's rows
+//! and the model's initial rows (`initial_tables`) are written by the
+//! harness, as the model holds them.
 //!
 //! **Ids** are fixed by the trace (lease ids, claim ids, publish ids), so
 //! rows compare exactly apart from time values. At the end the model's
-//! tables (the union of every step's gains, plus its initial foreign
-//! descriptor) are compared with the engine's, rows the model never landed
-//! set aside; ReplacingMergeTree tables compare as a merge leaves them.
+//! tables (`final_tables`; in older traces the union of every step's gains
+//! and the initial rows) are compared with the engine's, rows the model
+//! never landed set aside; ReplacingMergeTree tables compare as a merge
+//! leaves them.
 //!
 //! **Counterexamples.** The property the model says fails is then looked
 //! for on the real tables ([`Reproduction`]).

@@ -60,6 +60,11 @@ pub struct TraceStep {
     pub predicted: Json,
     /// Rows each model table gained in this step, in the model's notation.
     pub gained: BTreeMap<String, Vec<String>>,
+    /// Statements the model ran within this step besides its own (the
+    /// index pass's `index.read_committed` and `index.insert_descriptors`),
+    /// each with its prediction (`rows` or `ran`); empty in traces exported
+    /// before the exporter wrote them.
+    pub folded: Vec<(TraceStatement, Json)>,
 }
 
 impl TraceStep {
@@ -91,6 +96,33 @@ pub struct Trace {
     pub foreign_writes: u64,
     /// The steps.
     pub steps: Vec<TraceStep>,
+    /// The model's tables before the first step, if exported.
+    pub initial_tables: Option<Tables>,
+    /// The model's tables after the last step, if exported.
+    pub final_tables: Option<Tables>,
+}
+
+/// A model's tables in its notation: table -> rows.
+pub type Tables = BTreeMap<String, Vec<String>>;
+
+fn tables_of(j: &Json) -> Option<Tables> {
+    let obj = j.as_object()?;
+    Some(
+        obj.iter()
+            .map(|(t, rows)| {
+                let rows = rows
+                    .as_array()
+                    .map(|r| {
+                        r.iter()
+                            .filter_map(Json::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (t.clone(), rows)
+            })
+            .collect(),
+    )
 }
 
 fn config_field(config: &str, field: &str) -> Option<u64> {
@@ -166,25 +198,18 @@ fn steps(file: &str, sql: &[Json], steps: &Json) -> Result<Vec<TraceStep>, Repla
                 .as_str()
                 .ok_or_else(|| malformed(file, format!("step {} has no action", i + 1)))?
                 .to_owned();
-            let gained = s["tables_gained"]
-                .as_object()
-                .map(|t| {
-                    t.iter()
-                        .map(|(table, rows)| {
-                            let rows = rows
-                                .as_array()
-                                .map(|r| {
-                                    r.iter()
-                                        .filter_map(Json::as_str)
-                                        .map(str::to_owned)
-                                        .collect()
-                                })
-                                .unwrap_or_default();
-                            (table.clone(), rows)
-                        })
-                        .collect()
+            let gained = tables_of(&s["tables_gained"]).unwrap_or_default();
+            let folded = s["folded"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| {
+                    let stmt = statement(file, sql, f)?.ok_or_else(|| {
+                        malformed(file, format!("step {}: a folded statement", i + 1))
+                    })?;
+                    Ok((stmt, f["predicted"].clone()))
                 })
-                .unwrap_or_default();
+                .collect::<Result<Vec<_>, ReplayError>>()?;
             Ok(TraceStep {
                 index: i + 1,
                 verb: action
@@ -197,6 +222,7 @@ fn steps(file: &str, sql: &[Json], steps: &Json) -> Result<Vec<TraceStep>, Repla
                 statement: statement(file, sql, &s["statement"])?,
                 predicted: s["predicted"].clone(),
                 gained,
+                folded,
             })
         })
         .collect()
@@ -213,7 +239,7 @@ pub fn traces_of(file: &str, doc: &Json) -> Result<Vec<Trace>, ReplayError> {
     let ttl_ticks = config_field(&config, "ttl_ticks")
         .ok_or_else(|| malformed(file, "the configuration names no ttl_ticks"))?;
     let foreign_writes = config_field(&config, "foreign_writes").unwrap_or(0);
-    let make = |name: String, violates: Option<String>, steps: Vec<TraceStep>| Trace {
+    let make = |name: String, violates: Option<String>, steps: Vec<TraceStep>, at: &Json| Trace {
         name,
         design: design.clone(),
         violates,
@@ -221,17 +247,21 @@ pub fn traces_of(file: &str, doc: &Json) -> Result<Vec<Trace>, ReplayError> {
         ttl_ticks,
         foreign_writes,
         steps,
+        initial_tables: tables_of(&at["initial_tables"]),
+        final_tables: tables_of(&at["final_tables"]),
     };
     match doc["kind"].as_str() {
         Some("counterexample") => Ok(vec![make(
             design.clone(),
             doc["violates"].as_str().map(str::to_owned),
             steps(file, sql, &doc["steps"])?,
+            doc,
         )]),
         Some("schedule") => Ok(vec![make(
             format!("{design} ({file})"),
             None,
             steps(file, sql, &doc["steps"])?,
+            doc,
         )]),
         Some("random_walks") => doc["walks"]
             .as_array()
@@ -243,6 +273,7 @@ pub fn traces_of(file: &str, doc: &Json) -> Result<Vec<Trace>, ReplayError> {
                     format!("{file}#{n}"),
                     None,
                     steps(file, sql, &w["steps"])?,
+                    w,
                 ))
             })
             .collect(),

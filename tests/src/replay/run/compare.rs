@@ -7,6 +7,7 @@ impl Replay<'_> {
     pub(super) fn compare_read(
         &mut self,
         step: &TraceStep,
+        predicted: &Json,
         stmt: &TraceStatement,
         sql: &str,
         columns: &[String],
@@ -14,7 +15,7 @@ impl Replay<'_> {
         in_window: bool,
         boundary: bool,
     ) -> Result<(), ReplayError> {
-        let Some(predicted) = step.predicted.get("rows").and_then(Json::as_array) else {
+        let Some(predicted) = predicted.get("rows").and_then(Json::as_array) else {
             return Ok(());
         };
         if in_window {

@@ -41,6 +41,7 @@ impl Replay<'_> {
             statement: None,
             predicted: Json::Null,
             gained: BTreeMap::new(),
+            folded: Vec::new(),
         };
         for spec in &TABLES {
             self.refresh(&last, spec.model)?;
@@ -50,7 +51,17 @@ impl Replay<'_> {
                 .filter(|r| !set_aside.contains(*r))
                 .map(|r| self.to_model(spec, r))
                 .collect();
-            let expected = self.model[spec.model].clone();
+            // The model's final tables as exported, or (in traces exported
+            // before they were) the union of every step's gains.
+            let expected: RowSet = match &self.trace.final_tables {
+                Some(tables) => tables
+                    .get(spec.model)
+                    .into_iter()
+                    .flatten()
+                    .map(|r| model_atoms(r))
+                    .collect(),
+                None => self.model[spec.model].clone(),
+            };
             let (actual, expected) = match spec.replacing {
                 Some((key, version)) => (
                     collapse(&actual, key, version),

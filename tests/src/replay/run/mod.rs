@@ -179,14 +179,30 @@ fn mentions(sql: &str, name: &str) -> bool {
 
 impl Replay<'_> {
     fn run(&mut self) -> Result<Option<(String, Reproduction)>, ReplayError> {
-        if self.trace.foreign_writes > 0 {
-            // The model's initial state holds the foreign writer's
-            // descriptor row (inert until a manifest and watermark row admit
-            // its pack); no step gains it, so the harness writes it.
-            let (store, pack) = foreign_pack();
-            let row = vec![store, pack.hyphenated().to_string(), "0".to_owned()];
-            self.write_rows(None, "capture_raw", std::slice::from_ref(&row))?;
-            self.model.entry("capture_raw").or_default().insert(row);
+        match &self.trace.initial_tables {
+            // The model's initial rows (the foreign writer's descriptor),
+            // written by the harness: no step gains them.
+            Some(tables) => {
+                for (table, rows) in tables {
+                    let atoms: Vec<Vec<String>> = rows.iter().map(|r| model_atoms(r)).collect();
+                    if atoms.is_empty() {
+                        continue;
+                    }
+                    self.write_rows(None, table, &atoms)?;
+                    if let Some(spec) = spec(table) {
+                        self.model.entry(spec.model).or_default().extend(atoms);
+                    }
+                }
+            }
+            // Traces exported before the initial tables were: the model's
+            // only initial row is the foreign writer's descriptor.
+            None if self.trace.foreign_writes > 0 => {
+                let (store, pack) = foreign_pack();
+                let row = vec![store, pack.hyphenated().to_string(), "0".to_owned()];
+                self.write_rows(None, "capture_raw", std::slice::from_ref(&row))?;
+                self.model.entry("capture_raw").or_default().insert(row);
+            }
+            None => {}
         }
         let tick = Duration::from_nanos(self.clock.tick_ns());
         for step in &self.trace.steps {
@@ -321,35 +337,37 @@ impl Replay<'_> {
     }
 
     fn step(&mut self, step: &TraceStep) -> Result<(), ReplayError> {
-        let explained: Option<String> = match step.verb.as_str() {
+        // The tables whose gains the step's statements account for ("*":
+        // every table, for rows the harness writes as the model gained them).
+        let explained: BTreeSet<String> = match step.verb.as_str() {
             "Tick" => {
                 let to = step.predicted["now"].as_u64().unwrap_or(0);
                 self.clock.tick(to);
-                None
+                BTreeSet::new()
             }
             "EvaluateGuard" => {
                 self.evaluate(step)?;
-                None
+                BTreeSet::new()
             }
-            "LandRows" => self.land(step)?,
+            "LandRows" => self.land(step)?.into_iter().collect(),
             "KillAtCap" => {
                 self.kill(step);
-                None
+                BTreeSet::new()
             }
             "PinWatermark" => {
                 self.pin(step)?;
-                None
+                BTreeSet::new()
             }
             "ReReadSnapshot" => {
                 self.reread(step)?;
-                None
+                BTreeSet::new()
             }
             "CrashRestart" => {
                 if let Some(p) = step.publisher() {
                     // A new incarnation owns none of the old one's leases.
                     self.observed.lease_writes.retain(|(q, ..)| q != p);
                 }
-                None
+                BTreeSet::new()
             }
             "ForeignInsert" => {
                 // An out-of-protocol writer has no statement of
@@ -359,10 +377,17 @@ impl Replay<'_> {
                     let atoms: Vec<Vec<String>> = rows.iter().map(|r| model_atoms(r)).collect();
                     self.write_rows(Some(step), &table, &atoms)?;
                 }
-                Some("*".to_owned())
+                BTreeSet::from(["*".to_owned()])
             }
             _ => match &step.statement {
-                Some(stmt) => self.client(step, stmt)?,
+                Some(stmt) => {
+                    let mut tables: BTreeSet<String> =
+                        self.client(step, stmt)?.into_iter().collect();
+                    for (folded, predicted) in &step.folded {
+                        tables.extend(self.folded(step, folded, predicted)?);
+                    }
+                    tables
+                }
                 None => {
                     return Err(ReplayError::Malformed {
                         file: self.trace.name.clone(),
@@ -371,12 +396,12 @@ impl Replay<'_> {
                 }
             },
         };
-        // Rows the model gained outside the step's own statement: the index
-        // pass's descriptor writes, which the model runs together with the
-        // step before them and the trace does not carry.
-        if explained.as_deref() != Some("*") {
+        // Rows the model gained outside the step's statements: in traces
+        // exported before `folded` was, the index pass's descriptor writes,
+        // which the model runs together with the step before them.
+        if !explained.contains("*") {
             for (table, rows) in &step.gained {
-                if explained.as_deref() == Some(table.as_str()) {
+                if explained.contains(table) {
                     continue;
                 }
                 let atoms: Vec<Vec<String>> = rows.iter().map(|r| model_atoms(r)).collect();
@@ -428,7 +453,16 @@ impl Replay<'_> {
         let returned = wall_ns();
         if let Some(columns) = &stmt.columns {
             let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
-            self.compare_read(step, stmt, &sql, columns, rows, in_window, boundary)?;
+            self.compare_read(
+                step,
+                &step.predicted,
+                stmt,
+                &sql,
+                columns,
+                rows,
+                in_window,
+                boundary,
+            )?;
             return Ok(None);
         }
         // An unconditional INSERT, run atomically in the model too.
@@ -451,6 +485,46 @@ impl Replay<'_> {
                 .push((v.to_owned(), id.to_owned(), step.index));
         }
         if step.predicted.get("ran").is_some() {
+            self.compare_landed(step, &sql, &table, &landed)?;
+        }
+        Ok(Some(table))
+    }
+}
+
+impl Replay<'_> {
+    /// A statement the model ran within a client step besides the step's
+    /// own (the index pass's read of the replay guard, its descriptor
+    /// writes): run after it, compared like it. Returns the table it wrote.
+    fn folded(
+        &mut self,
+        step: &TraceStep,
+        stmt: &TraceStatement,
+        predicted: &Json,
+    ) -> Result<Option<String>, ReplayError> {
+        let sql = self.sql_of(stmt);
+        let in_window = self.in_window(&sql);
+        let sent = wall_ns();
+        let rows = self
+            .db
+            .run_trace(stmt, &sql)
+            .map_err(|e| self.engine_error(step, &sql, e))?;
+        let returned = wall_ns();
+        if let Some(columns) = &stmt.columns {
+            let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
+            self.compare_read(
+                step, predicted, stmt, &sql, columns, rows, in_window, boundary,
+            )?;
+            return Ok(None);
+        }
+        let Some(table) = stmt
+            .insert_target()
+            .and_then(|t| self.db.model_name(t))
+            .map(str::to_owned)
+        else {
+            return Ok(None);
+        };
+        let landed = self.refresh(step, &table)?;
+        if predicted.get("ran").is_some() {
             self.compare_landed(step, &sql, &table, &landed)?;
         }
         Ok(Some(table))
