@@ -470,23 +470,13 @@ fn step_json(
         Action::Tick => ("clock".to_owned(), None, json!({ "now": after.now })),
         Action::ForeignInsert { .. } => ("foreign writer".to_owned(), None, Json::Null),
     };
-    let mut out = json!({
+    json!({
         "action": model.format_action(action),
         "actor": actor,
         "statement": statement.map(|s| statement_json(&s, sql)),
         "predicted": prediction,
         "tables_gained": table_changes(before, after),
-    });
-    if let Action::Client {
-        publisher, draw, ..
-    } = action
-    {
-        let folded = folded_statements(model, before, after, usize::from(*publisher), *draw, sql);
-        if !folded.is_empty() {
-            out["folded"] = json!(folded);
-        }
-    }
-    out
+    })
 }
 
 /// A path rendered: its steps, and the model's tables before the first
@@ -495,6 +485,37 @@ struct Rendered {
     steps: Vec<Json>,
     initial_tables: Json,
     final_tables: Json,
+    /// The actions and the state before each (and after the last).
+    actions: Vec<Action>,
+    states: Vec<State>,
+}
+
+impl Rendered {
+    /// Adds each client step's `folded` statements. Run after every path
+    /// of a document is rendered, so their SQL texts join the document's
+    /// table after every step's own and the `sql_ref`s of traces exported
+    /// before `folded` existed stay what they were.
+    fn add_folded(&mut self, model: &PublicationModel, sql: &mut SqlTable) {
+        for (i, action) in self.actions.iter().enumerate() {
+            let (Some(before), Some(after), Some(step)) = (
+                self.states.get(i),
+                self.states.get(i + 1),
+                self.steps.get_mut(i),
+            ) else {
+                break;
+            };
+            if let Action::Client {
+                publisher, draw, ..
+            } = action
+            {
+                let folded =
+                    folded_statements(model, before, after, usize::from(*publisher), *draw, sql);
+                if !folded.is_empty() {
+                    step["folded"] = json!(folded);
+                }
+            }
+        }
+    }
 }
 
 /// Replays `actions` through `model` from its first initial state and
@@ -512,6 +533,7 @@ fn render_path(
         .ok_or(TraceError::Replay { design, step: 0 })?;
     let initial_tables = tables_json(&state);
     let mut steps = Vec::with_capacity(actions.len());
+    let mut states = Vec::with_capacity(actions.len() + 1);
     for (i, action) in actions.iter().enumerate() {
         let next = model
             .next_state(&state, action.clone())
@@ -520,12 +542,16 @@ fn render_path(
                 step: i + 1,
             })?;
         steps.push(step_json(model, &state, action, &next, sql));
-        state = next;
+        states.push(std::mem::replace(&mut state, next));
     }
+    let final_tables = tables_json(&state);
+    states.push(state);
     Ok(Rendered {
         steps,
         initial_tables,
-        final_tables: tables_json(&state),
+        final_tables,
+        actions: actions.to_vec(),
+        states,
     })
 }
 
@@ -548,7 +574,8 @@ pub fn counterexample(
     let actions = shortest_counterexample(&model, property, SEARCH_LIMIT)
         .ok_or(TraceError::NotFound { design, property })?;
     let mut sql = SqlTable::default();
-    let rendered = render_path(design, &model, &actions, &mut sql)?;
+    let mut rendered = render_path(design, &model, &actions, &mut sql)?;
+    rendered.add_folded(&model, &mut sql);
     Ok(json!({
         "kind": "counterexample",
         "design": design.name(),
@@ -581,7 +608,8 @@ pub fn schedule_of(
     let rendered_design = render.design;
     let model = build(rendered_design, render)?;
     let mut sql = SqlTable::default();
-    let rendered = render_path(rendered_design, &model, &actions, &mut sql)?;
+    let mut rendered = render_path(rendered_design, &model, &actions, &mut sql)?;
+    rendered.add_folded(&model, &mut sql);
     Ok(json!({
         "kind": "schedule",
         "design": rendered_design.name(),
@@ -616,7 +644,8 @@ pub fn random_walks_with(
     let mut rng = Rng::new(seed);
     let mut sql = SqlTable::default();
     let mut out = Vec::with_capacity(walks);
-    for walk in 0..walks {
+    let mut rendered = Vec::with_capacity(walks);
+    for _ in 0..walks {
         let mut state = model
             .init_states()
             .into_iter()
@@ -638,12 +667,15 @@ pub fn random_walks_with(
             actions.push(action);
             state = next;
         }
-        let rendered = render_path(design, &model, &actions, &mut sql)?;
+        rendered.push(render_path(design, &model, &actions, &mut sql)?);
+    }
+    for (walk, mut r) in rendered.into_iter().enumerate() {
+        r.add_folded(&model, &mut sql);
         out.push(json!({
             "walk": walk,
-            "steps": rendered.steps,
-            "initial_tables": rendered.initial_tables,
-            "final_tables": rendered.final_tables,
+            "steps": r.steps,
+            "initial_tables": r.initial_tables,
+            "final_tables": r.final_tables,
         }));
     }
     Ok(json!({
