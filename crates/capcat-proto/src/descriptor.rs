@@ -16,17 +16,32 @@
 //! grouping on the five identity columns is the same partition as grouping on
 //! `(tenant_id, capture_id)`.
 //!
-//! How descriptor values reach the server: as ONE typed query parameter of
-//! type `Array(Tuple(...))` (see [`DESCRIPTOR_ROWS_TYPE`]), unpacked by
-//! `arrayJoin` inside an `INSERT ... SELECT`. The alternative, a `FORMAT`
-//! body the adapter streams, was rejected for three reasons: [`Statement`]
-//! stays one shape (text + parameters) for every statement the protocol
-//! emits, so the model checker and both transports need no second path;
-//! the values still never enter SQL text; and the INSERT keeps the same
-//! `INSERT ... SELECT ... FROM (SELECT arrayJoin(...))` form as the guarded
-//! manifest INSERT, so a guard could be added to it without changing how its
-//! values travel. The cost is the parameter's size, which is why descriptor
-//! rows go in chunks of at most [`crate::config::MAX_CHUNK`] rows.
+//! How descriptor values reach the server: as ONE query parameter of type
+//! `String` holding the rows in ClickHouse's `TabSeparated` format (one line
+//! per row, [`CaptureDescriptor::to_tsv_row`]), parsed by the
+//! `format(TabSeparated, '<structure>', {rows:String})` table function
+//! inside an `INSERT ... SELECT`. The structure is a literal generated from
+//! [`CAPTURE_COLUMNS`] ([`descriptor_rows_structure`]), so the server parses
+//! every field as its column's exact type.
+//!
+//! Why a `String` holding rows rather than a typed `Array(Tuple(...))`
+//! parameter (the first design): libchdb 26.7.3 spends ~30 to 45 ms turning
+//! a 1,000-row `Array(Tuple(...))` parameter into a constant before the
+//! INSERT starts, while an input format reads the same rows in a few
+//! milliseconds (docs/benchmarks.md, "Catalog adapter", has the measured
+//! table). Why `TabSeparated` rather than `Values` (as fast, and the tuple
+//! literals already existed): the `Values` reader falls back to evaluating a
+//! row it cannot parse as an SQL expression, and in `format(...)` no setting
+//! turns that off (measured: `input_format_values_interpret_expressions = 0`
+//! in the query or the request changes nothing), while `TabSeparated` only
+//! ever parses data. Why not a `FORMAT` body the adapter streams:
+//! [`Statement`] stays one shape (text + parameters) for every statement the
+//! protocol emits, so the model checker and both transports need no second
+//! path; the values still never enter SQL text; and the INSERT stays an
+//! `INSERT ... SELECT`, so a guard could be added to it without changing how
+//! its values travel. The parameter's size is still proportional to the
+//! rows, which is why descriptor rows go in chunks of at most
+//! [`crate::config::MAX_CHUNK`] rows.
 //!
 //! [`Statement`]: crate::statement::Statement
 
@@ -76,7 +91,8 @@ const fn col(name: &'static str, clickhouse_type: &'static str, role: ColumnRole
 }
 
 /// Every column of `{p}_capture_raw`, in table order. The order is also the
-/// element order of [`DESCRIPTOR_ROWS_TYPE`] and of [`CaptureDescriptor`]'s
+/// field order of [`descriptor_rows_structure`], of each row literal
+/// ([`CaptureDescriptor::to_tuple_text`]) and of [`CaptureDescriptor`]'s
 /// fields.
 pub const CAPTURE_COLUMNS: &[CaptureColumn] = &[
     col("tenant_id", "String", ColumnRole::Identity),
@@ -133,17 +149,56 @@ pub const CAPTURE_SORT_KEY: &[&str] = &[
 /// rows of one capture, so the winner never depends on physical layout.
 pub const RESOLUTION_ORDER: &[&str] = &["index_version", "store_id", "pack_id"];
 
-/// The ClickHouse type of the descriptor-rows parameter: an array of tuples
-/// whose elements are [`CAPTURE_COLUMNS`]' types in order. A test pins that
-/// this literal equals the one generated from the table.
-pub const DESCRIPTOR_ROWS_TYPE: &str = "Array(Tuple(String, String, String, UInt64, UUID, \
-String, UUID, UInt64, UInt64, String, String, Array(UInt64), UInt32, UInt64, Float64, Float64, \
-Float64, Float64, Float64, Float64, UInt64, UInt64, String))";
+/// The ClickHouse type of the descriptor-rows parameter: the rows travel as
+/// text in [`DESCRIPTOR_ROWS_FORMAT`] ([`descriptor_rows_text`]) and the
+/// statement's `format(...)` structure gives them their column types.
+pub const DESCRIPTOR_ROWS_PARAM_TYPE: &str = "String";
 
-/// [`DESCRIPTOR_ROWS_TYPE`] generated from [`CAPTURE_COLUMNS`].
-pub fn descriptor_rows_type() -> String {
-    let types: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.clickhouse_type).collect();
-    format!("Array(Tuple({}))", types.join(", "))
+/// The input format the descriptor-rows parameter is written in.
+pub const DESCRIPTOR_ROWS_FORMAT: &str = "TabSeparated";
+
+/// The `format(...)` table function's structure argument: every column of
+/// [`CAPTURE_COLUMNS`] with its type, in order. A literal in the SQL text
+/// (the function takes only a constant structure), made of names and types
+/// the code defines, never of values.
+pub fn descriptor_rows_structure() -> String {
+    let fields: Vec<String> = CAPTURE_COLUMNS
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.clickhouse_type))
+        .collect();
+    fields.join(", ")
+}
+
+/// The descriptor-rows parameter's value before the parameter's own text
+/// escaping: the rows in [`DESCRIPTOR_ROWS_FORMAT`], each
+/// [`CaptureDescriptor::to_tsv_row`] ended by a newline.
+pub fn descriptor_rows_text(rows: &[CaptureDescriptor]) -> String {
+    let mut out = String::new();
+    for row in rows {
+        out.push_str(&row.to_tsv_row());
+        out.push('\n');
+    }
+    out
+}
+
+/// A string field of a `TabSeparated` row: backslash, tab and newline
+/// escaped (the format's separators and escape character), and carriage
+/// return and NUL too, so the value does not depend on server settings such
+/// as `input_format_tsv_crlf_end_of_line`; everything else (quotes, unicode)
+/// as is.
+fn tsv_field(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// An `f64` compared and hashed by its bits, so descriptors can live inside
@@ -254,8 +309,10 @@ impl CaptureDescriptor {
         (self.locator.store_id.clone(), self.locator.pack_id)
     }
 
-    /// This row as one tuple literal in [`CAPTURE_COLUMNS`] order, for the
-    /// text form of [`Param::Descriptors`].
+    /// This row as one tuple literal in [`CAPTURE_COLUMNS`] order (the
+    /// `Values` and array-parameter spelling). No statement sends it any
+    /// more; it stays for logs and as a size estimate (it is at most 18
+    /// bytes longer than [`Self::to_tsv_row`]).
     pub fn to_tuple_text(&self) -> String {
         let s = &self.summary;
         let l = &self.locator;
@@ -296,6 +353,51 @@ impl CaptureDescriptor {
     }
 }
 
+impl CaptureDescriptor {
+    /// This row as one `TabSeparated` line (without its newline), fields in
+    /// [`CAPTURE_COLUMNS`] order: strings escaped by the format's rules,
+    /// UUIDs hyphenated, the shape as an array literal, floats in
+    /// [`F64Bits::to_text`]'s spelling.
+    pub fn to_tsv_row(&self) -> String {
+        let s = &self.summary;
+        let l = &self.locator;
+        let mut shape = String::from("[");
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                shape.push(',');
+            }
+            let _ = write!(shape, "{d}");
+        }
+        shape.push(']');
+        let fields: [String; 23] = [
+            tsv_field(&self.tenant_id),
+            tsv_field(&self.experiment_id),
+            tsv_field(&self.run_id),
+            self.captured_at_ns.to_string(),
+            self.capture_id.hyphenated().to_string(),
+            tsv_field(&l.store_id),
+            l.pack_id.hyphenated().to_string(),
+            self.index_version.to_string(),
+            self.step.to_string(),
+            tsv_field(&self.tensor_name),
+            tsv_field(&self.dtype),
+            shape,
+            s.summary_version.to_string(),
+            s.element_count.to_string(),
+            s.minimum.to_text(),
+            s.maximum.to_text(),
+            s.mean.to_text(),
+            s.l2_norm.to_text(),
+            s.abs_max.to_text(),
+            s.zero_fraction.to_text(),
+            l.payload_offset.to_string(),
+            l.payload_length.to_string(),
+            tsv_field(&l.payload_sha256),
+        ];
+        fields.join("\t")
+    }
+}
+
 /// The comma-separated column list of [`CAPTURE_COLUMNS`].
 pub fn capture_column_list() -> String {
     let names: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.name).collect();
@@ -308,16 +410,18 @@ pub fn capture_column_list() -> String {
 /// paired with a watermark row admits its pack, so writing it needs no guard,
 /// and a lost publish leaves rows no reader can see. The caller chunks (at
 /// most [`crate::config::MAX_CHUNK`] rows per statement).
+///
+/// The rows arrive as one `String` parameter in [`DESCRIPTOR_ROWS_FORMAT`]
+/// and `format(...)` parses them with the structure generated from
+/// [`CAPTURE_COLUMNS`]; the SELECT names the columns, so the INSERT maps them
+/// by name, not by position.
 pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
-    let selects: Vec<String> = (1..=CAPTURE_COLUMNS.len())
-        .map(|i| format!("d.{i}"))
-        .collect();
+    let columns = capture_column_list();
     let sql = format!(
-        "INSERT INTO {table} ({columns}) SELECT {selects} FROM (SELECT arrayJoin({{rows:{ty}}}) AS d)",
+        "INSERT INTO {table} ({columns}) SELECT {columns} \
+         FROM format({DESCRIPTOR_ROWS_FORMAT}, '{structure}', {{rows:{DESCRIPTOR_ROWS_PARAM_TYPE}}})",
         table = tables.capture_raw(),
-        columns = capture_column_list(),
-        selects = selects.join(", "),
-        ty = DESCRIPTOR_ROWS_TYPE,
+        structure = descriptor_rows_structure(),
     );
     let mut params = std::collections::BTreeMap::new();
     params.insert("rows".to_owned(), Param::Descriptors(rows));
@@ -335,23 +439,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_parameter_type_literal_is_generated_from_the_column_table() {
-        assert_eq!(DESCRIPTOR_ROWS_TYPE, descriptor_rows_type());
+    fn the_structure_names_every_column_with_its_type_in_table_order() {
+        let structure = descriptor_rows_structure();
+        let fields: Vec<&str> = structure.split(", ").collect();
+        assert_eq!(fields.len(), CAPTURE_COLUMNS.len());
+        for (field, c) in fields.iter().zip(CAPTURE_COLUMNS) {
+            assert_eq!(*field, format!("{} {}", c.name, c.clickhouse_type));
+        }
+        assert!(!structure.contains('\''), "{structure}");
     }
 
     #[test]
-    fn identity_is_the_sort_key_prefix_and_every_key_column_exists() {
-        assert_eq!(
-            &CAPTURE_SORT_KEY[..CAPTURE_IDENTITY.len()],
-            CAPTURE_IDENTITY
-        );
-        for name in CAPTURE_SORT_KEY.iter().chain(RESOLUTION_ORDER) {
-            assert!(CAPTURE_COLUMNS.iter().any(|c| c.name == *name), "{name}");
-        }
-        for c in CAPTURE_COLUMNS {
-            let identity = CAPTURE_IDENTITY.contains(&c.name);
-            assert_eq!(identity, c.role == ColumnRole::Identity, "{}", c.name);
-        }
+    fn the_rows_text_is_one_tsv_line_per_row() {
+        let a = CaptureDescriptor::default();
+        let b = CaptureDescriptor {
+            run_id: "r\t1\n2".into(),
+            ..CaptureDescriptor::default()
+        };
+        let text = descriptor_rows_text(&[a.clone(), b.clone()]);
+        assert_eq!(text, format!("{}\n{}\n", a.to_tsv_row(), b.to_tsv_row()));
+        assert_eq!(descriptor_rows_text(&[]), "");
+        assert_eq!(a.to_tsv_row().split('\t').count(), CAPTURE_COLUMNS.len());
+        assert_eq!(b.to_tsv_row().split('\t').count(), CAPTURE_COLUMNS.len());
+    }
+
+    #[test]
+    fn a_tsv_string_field_escapes_only_what_the_format_reads_specially() {
+        assert_eq!(tsv_field("a\\b\tc\nd\re\0f"), "a\\\\b\\tc\\nd\\re\\0f");
+        assert_eq!(tsv_field("it's \"ü\" \\N"), "it's \"ü\" \\\\N");
     }
 
     #[test]

@@ -53,8 +53,10 @@ pub enum Param {
     Uuids(Vec<Uuid>),
     /// `Array(Tuple(String, UUID))`: (store_id, pack_id) pairs.
     StorePacks(Vec<(String, Uuid)>),
-    /// [`crate::descriptor::DESCRIPTOR_ROWS_TYPE`]: capture descriptor rows,
-    /// one tuple per row in [`crate::descriptor::CAPTURE_COLUMNS`] order.
+    /// [`crate::descriptor::DESCRIPTOR_ROWS_PARAM_TYPE`] (`String`): capture
+    /// descriptor rows as `TabSeparated` text, one line per row, fields in
+    /// [`crate::descriptor::CAPTURE_COLUMNS`] order
+    /// ([`crate::descriptor::descriptor_rows_text`]).
     Descriptors(Vec<crate::descriptor::CaptureDescriptor>),
 }
 
@@ -69,7 +71,7 @@ impl Param {
             Self::Strings(_) => "Array(String)",
             Self::Uuids(_) => "Array(UUID)",
             Self::StorePacks(_) => "Array(Tuple(String, UUID))",
-            Self::Descriptors(_) => crate::descriptor::DESCRIPTOR_ROWS_TYPE,
+            Self::Descriptors(_) => crate::descriptor::DESCRIPTOR_ROWS_PARAM_TYPE,
         }
     }
 
@@ -90,7 +92,7 @@ impl Param {
                     .iter()
                     .map(|(store, pack)| format!("({},'{}')", quote(store), pack.hyphenated())),
             ),
-            Self::Descriptors(rows) => list(rows.iter().map(|d| d.to_tuple_text())),
+            Self::Descriptors(rows) => escape_text(&crate::descriptor::descriptor_rows_text(rows)),
         }
     }
 }

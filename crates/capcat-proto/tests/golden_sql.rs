@@ -200,12 +200,12 @@ fn index_statements() {
     check(
         &insert_descriptors(&t, vec![CaptureDescriptor::default()]),
         expect![[r#"
-        index.insert_descriptors
-        INSERT INTO cc_capture_raw (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256) SELECT d.1, d.2, d.3, d.4, d.5, d.6, d.7, d.8, d.9, d.10, d.11, d.12, d.13, d.14, d.15, d.16, d.17, d.18, d.19, d.20, d.21, d.22, d.23 FROM (SELECT arrayJoin({rows:Array(Tuple(String, String, String, UInt64, UUID, String, UUID, UInt64, UInt64, String, String, Array(UInt64), UInt32, UInt64, Float64, Float64, Float64, Float64, Float64, Float64, UInt64, UInt64, String))}) AS d)
-        params: rows: Array(Tuple(String, String, String, UInt64, UUID, String, UUID, UInt64, UInt64, String, String, Array(UInt64), UInt32, UInt64, Float64, Float64, Float64, Float64, Float64, Float64, UInt64, UInt64, String))
-        settings: sequential=false max_execution_time_s=None
-        expect: nothing
-    "#]],
+            index.insert_descriptors
+            INSERT INTO cc_capture_raw (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256) SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256 FROM format(TabSeparated, 'tenant_id String, experiment_id String, run_id String, captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, index_version UInt64, step UInt64, tensor_name String, dtype String, shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, zero_fraction Float64, payload_offset UInt64, payload_length UInt64, payload_sha256 String', {rows:String})
+            params: rows: String
+            settings: sequential=false max_execution_time_s=None
+            expect: nothing
+        "#]],
     );
 }
 
@@ -217,8 +217,18 @@ fn descriptor_parameter_text() {
         shape: vec![2, 3],
         ..CaptureDescriptor::default()
     };
-    let p = capcat_proto::Param::Descriptors(vec![d]);
-    expect![[r#"[('ten\'ant','','',0,'00000000-0000-0000-0000-000000000003','','00000000-0000-0000-0000-000000000000',0,0,'','',[2,3],0,0,0.0,0.0,0.0,0.0,0.0,0.0,0,0,'')]"#]].assert_eq(&p.to_text());
+    // The second row shows the two layers of escaping: the literal's own
+    // (quote, backslash) inside the parameter's text escaping (backslash,
+    // tab, newline), which the server undoes in the opposite order.
+    let e = CaptureDescriptor {
+        run_id: "a\tb\\c".into(),
+        tensor_name: "x\ty\nz".into(),
+        capture_id: id(4),
+        ..CaptureDescriptor::default()
+    };
+    let p = capcat_proto::Param::Descriptors(vec![d, e]);
+    assert_eq!(p.clickhouse_type(), "String");
+    expect![[r#"ten'ant\t\t\t0\t00000000-0000-0000-0000-000000000003\t\t00000000-0000-0000-0000-000000000000\t0\t0\t\t\t[2,3]\t0\t0\t0.0\t0.0\t0.0\t0.0\t0.0\t0.0\t0\t0\t\n\t\ta\\tb\\\\c\t0\t00000000-0000-0000-0000-000000000004\t\t00000000-0000-0000-0000-000000000000\t0\t0\tx\\ty\\nz\t\t[]\t0\t0\t0.0\t0.0\t0.0\t0.0\t0.0\t0.0\t0\t0\t\n"#]].assert_eq(&p.to_text());
 }
 
 #[test]

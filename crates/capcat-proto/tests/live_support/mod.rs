@@ -43,6 +43,9 @@ fn unescape(field: &str) -> String {
             match chars.next() {
                 Some('t') => out.push('\t'),
                 Some('n') => out.push('\n'),
+                Some('r') => out.push('\r'),
+                Some('b') => out.push('\u{8}'),
+                Some('f') => out.push('\u{c}'),
                 Some('0') => out.push('\0'),
                 Some(other) => out.push(other),
                 None => out.push('\\'),
