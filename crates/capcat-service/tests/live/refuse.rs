@@ -4,9 +4,9 @@
 //! set-aside path needs a pack the engine will not take. This wrapper sits
 //! in front of the real HTTP transport (through the proxy, to the real
 //! engine). A statement that writes descriptors of the named pack and of
-//! no other is sent with its row parameter declared as a type its values
-//! do not parse as (the first tuple element, a tenant id string, as
-//! UInt64), so the real engine refuses it with its own parse error, as it
+//! no other is sent with its rows' structure declaring a type its values
+//! do not parse as (the first column, a tenant id string, as UInt64), so
+//! the real engine refuses it with its own parse error, as it
 //! refuses values it cannot take. Everything else passes through
 //! unchanged. The wrapper decides nothing for the service: it counts what
 //! it sent and, optionally, cuts the catalog right after the N-th refusal.
@@ -21,8 +21,8 @@ use uuid::Uuid;
 
 use crate::harness::Mode;
 
-const DECLARED: &str = "{rows:Array(Tuple(String,";
-const REFUSED: &str = "{rows:Array(Tuple(UInt64,";
+const DECLARED: &str = "'tenant_id String,";
+const REFUSED: &str = "'tenant_id UInt64,";
 
 #[derive(Debug)]
 pub struct RefusePack {
