@@ -49,7 +49,7 @@ use std::fmt::Write as _;
 
 use uuid::Uuid;
 
-use crate::statement::{Param, Settings, Statement, quote_literal};
+use crate::statement::{Param, Settings, Statement};
 use crate::tables::Tables;
 
 /// What a descriptor column is for. Decides whether it may differ between two
@@ -91,8 +91,8 @@ const fn col(name: &'static str, clickhouse_type: &'static str, role: ColumnRole
 }
 
 /// Every column of `{p}_capture_raw`, in table order. The order is also the
-/// field order of [`descriptor_rows_structure`], of each row literal
-/// ([`CaptureDescriptor::to_tuple_text`]) and of [`CaptureDescriptor`]'s
+/// field order of [`descriptor_rows_structure`], of each row
+/// ([`CaptureDescriptor::to_tsv_row`]) and of [`CaptureDescriptor`]'s
 /// fields.
 pub const CAPTURE_COLUMNS: &[CaptureColumn] = &[
     col("tenant_id", "String", ColumnRole::Identity),
@@ -308,49 +308,6 @@ impl CaptureDescriptor {
     pub fn pack(&self) -> (String, Uuid) {
         (self.locator.store_id.clone(), self.locator.pack_id)
     }
-
-    /// This row as one tuple literal in [`CAPTURE_COLUMNS`] order (the
-    /// `Values` and array-parameter spelling). No statement sends it any
-    /// more; it stays for logs and as a size estimate (it is at most 18
-    /// bytes longer than [`Self::to_tsv_row`]).
-    pub fn to_tuple_text(&self) -> String {
-        let s = &self.summary;
-        let l = &self.locator;
-        let mut shape = String::from("[");
-        for (i, d) in self.shape.iter().enumerate() {
-            if i > 0 {
-                shape.push(',');
-            }
-            let _ = write!(shape, "{d}");
-        }
-        shape.push(']');
-        let fields: [String; 23] = [
-            quote_literal(&self.tenant_id),
-            quote_literal(&self.experiment_id),
-            quote_literal(&self.run_id),
-            self.captured_at_ns.to_string(),
-            format!("'{}'", self.capture_id.hyphenated()),
-            quote_literal(&l.store_id),
-            format!("'{}'", l.pack_id.hyphenated()),
-            self.index_version.to_string(),
-            self.step.to_string(),
-            quote_literal(&self.tensor_name),
-            quote_literal(&self.dtype),
-            shape,
-            s.summary_version.to_string(),
-            s.element_count.to_string(),
-            s.minimum.to_text(),
-            s.maximum.to_text(),
-            s.mean.to_text(),
-            s.l2_norm.to_text(),
-            s.abs_max.to_text(),
-            s.zero_fraction.to_text(),
-            l.payload_offset.to_string(),
-            l.payload_length.to_string(),
-            quote_literal(&l.payload_sha256),
-        ];
-        format!("({})", fields.join(","))
-    }
 }
 
 impl CaptureDescriptor {
@@ -467,18 +424,6 @@ mod tests {
     fn a_tsv_string_field_escapes_only_what_the_format_reads_specially() {
         assert_eq!(tsv_field("a\\b\tc\nd\re\0f"), "a\\\\b\\tc\\nd\\re\\0f");
         assert_eq!(tsv_field("it's \"ü\" \\N"), "it's \"ü\" \\\\N");
-    }
-
-    #[test]
-    fn a_tuple_has_one_field_per_column() {
-        let d = CaptureDescriptor {
-            tenant_id: "t'1".into(),
-            shape: vec![2, 3],
-            ..CaptureDescriptor::default()
-        };
-        let text = d.to_tuple_text();
-        assert!(text.starts_with("('t\\'1',"), "{text}");
-        assert!(text.contains(",[2,3],"), "{text}");
     }
 
     #[test]

@@ -109,11 +109,6 @@ fn list(items: impl Iterator<Item = String>) -> String {
     out
 }
 
-/// A quoted string literal for use inside an array or tuple parameter.
-pub(crate) fn quote_literal(s: &str) -> String {
-    quote(s)
-}
-
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');

@@ -55,12 +55,13 @@ pub fn descriptors_of(
     Ok(out)
 }
 
-/// The indexer's estimate of a batch's size: the text of its descriptor
-/// parameter, which is what the INSERT carries.
+/// The indexer's estimate of a batch's size: the descriptor rows' text
+/// (one `TabSeparated` line each), which is what the INSERT's one parameter
+/// carries before the parameter's own escaping.
 #[must_use]
 pub fn estimated_bytes(descriptors: &[CaptureDescriptor]) -> u64 {
     descriptors
         .iter()
-        .map(|d| d.to_tuple_text().len() as u64 + 1)
+        .map(|d| d.to_tsv_row().len() as u64 + 1)
         .sum()
 }
