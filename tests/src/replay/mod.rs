@@ -75,7 +75,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use capcat_chdb::Engine;
 
 pub use report::{Disagreement, ReplayError, Reproduction, TraceReport, Untested};
-pub use run::{ReplayOptions, replay_trace};
+pub use run::{CHECKED_PROPERTIES, ReplayOptions, replay_trace};
 pub use trace::{Trace, read_traces};
 
 /// Every trace file under `dir` (recursively), sorted.

@@ -75,6 +75,9 @@ pub struct TraceReport {
     pub untested: BTreeMap<Untested, usize>,
     /// For a counterexample: its property and whether the engine shows it.
     pub reproduction: Option<(String, Reproduction)>,
+    /// Every property check the replay runs on the real tables, with what
+    /// each found (empty: nothing), whatever the trace claims to violate.
+    pub checks: BTreeMap<String, Vec<String>>,
     /// The largest offset into a model tick a statement ran at (how far
     /// the real clock drifted from the model's within a tick).
     pub max_drift: Duration,

@@ -8,7 +8,6 @@ impl Replay<'_> {
         &mut self,
         step: &TraceStep,
         predicted: &Json,
-        stmt: &TraceStatement,
         sql: &str,
         columns: &[String],
         rows: Vec<Vec<String>>,
@@ -78,25 +77,6 @@ impl Replay<'_> {
         self.compared += 1;
         if boundary {
             self.untested(Untested::ExpiryBoundary);
-        }
-        // A publisher that reads its own live lease as the head (the
-        // observation `OneLiveLease`'s refusal is made from).
-        let col = |n: &str| columns.iter().position(|c| c == n);
-        if let (Some(p), Some(first), Some(li), Some(lv)) =
-            (step.publisher(), rows.first(), col("lease_id"), col("live"))
-            && !boundary
-            && first.get(lv).is_some_and(|v| v == "1")
-            && let Some(id) = first.get(li)
-            && self
-                .observed
-                .lease_writes
-                .iter()
-                .any(|(q, l, _)| q == p && l == id)
-            && stmt.name.ends_with("read_head")
-        {
-            self.observed
-                .own_live_head
-                .push((p.to_owned(), id.clone(), step.index));
         }
         Ok(())
     }

@@ -7,6 +7,8 @@ mod harness_rows;
 mod reader_steps;
 mod verdict;
 
+pub use verdict::CHECKED_PROPERTIES;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -68,11 +70,6 @@ struct Observed {
     fenced_out_landed: Vec<String>,
     /// Release tombstones that landed from a non-holder.
     release_by_non_holder: Vec<String>,
-    /// (publisher, lease id, step): a publisher read its own live lease as
-    /// the head.
-    own_live_head: Vec<(String, String, usize)>,
-    /// (publisher, lease id, step) of every lease row a publisher wrote.
-    lease_writes: Vec<(String, String, usize)>,
     /// (version, publish id, step) of every inventory write (a pass that
     /// reported `Won`).
     inventory_writes: Vec<(String, String, usize)>,
@@ -154,13 +151,14 @@ pub fn replay_trace(
     };
     let result = replay.run();
     replay.db.drop_database();
-    let reproduction = result?;
+    let (reproduction, checks) = result?;
     Ok(TraceReport {
         name: trace.name.clone(),
         steps: trace.steps.len(),
         compared: replay.compared,
         untested: replay.untested,
         reproduction,
+        checks,
         max_drift: replay.clock.max_drift(),
         elapsed: started.elapsed(),
         retries: 0,
@@ -178,7 +176,16 @@ fn mentions(sql: &str, name: &str) -> bool {
 }
 
 impl Replay<'_> {
-    fn run(&mut self) -> Result<Option<(String, Reproduction)>, ReplayError> {
+    #[allow(clippy::type_complexity)]
+    fn run(
+        &mut self,
+    ) -> Result<
+        (
+            Option<(String, Reproduction)>,
+            BTreeMap<String, Vec<String>>,
+        ),
+        ReplayError,
+    > {
         match &self.trace.initial_tables {
             // The model's initial rows (the foreign writer's descriptor),
             // written by the harness: no step gains them.
@@ -218,7 +225,7 @@ impl Replay<'_> {
             }
         }
         self.finish()?;
-        Ok(self.reproduction())
+        Ok((self.reproduction()?, self.every_check()))
     }
 
     fn untested(&mut self, why: Untested) {
@@ -362,13 +369,7 @@ impl Replay<'_> {
                 self.reread(step)?;
                 BTreeSet::new()
             }
-            "CrashRestart" => {
-                if let Some(p) = step.publisher() {
-                    // A new incarnation owns none of the old one's leases.
-                    self.observed.lease_writes.retain(|(q, ..)| q != p);
-                }
-                BTreeSet::new()
-            }
+            "CrashRestart" => BTreeSet::new(),
             "ForeignInsert" => {
                 // An out-of-protocol writer has no statement of
                 // capcat-proto's: the harness writes its rows as the model
@@ -456,7 +457,6 @@ impl Replay<'_> {
             self.compare_read(
                 step,
                 &step.predicted,
-                stmt,
                 &sql,
                 columns,
                 rows,
@@ -470,13 +470,6 @@ impl Replay<'_> {
             return Ok(None);
         };
         let landed = self.refresh(step, &table)?;
-        if table == "publisher_lease"
-            && let (Some(p), Some(id)) = (step.publisher(), stmt.param("lease_id"))
-        {
-            self.observed
-                .lease_writes
-                .push((p.to_owned(), id.to_owned(), step.index));
-        }
         if table == "pack_inventory_raw"
             && let (Some(v), Some(id)) = (stmt.param("index_version"), stmt.param("publish_id"))
         {
@@ -511,9 +504,7 @@ impl Replay<'_> {
         let returned = wall_ns();
         if let Some(columns) = &stmt.columns {
             let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
-            self.compare_read(
-                step, predicted, stmt, &sql, columns, rows, in_window, boundary,
-            )?;
+            self.compare_read(step, predicted, &sql, columns, rows, in_window, boundary)?;
             return Ok(None);
         }
         let Some(table) = stmt

@@ -1,35 +1,33 @@
-//! For a counterexample: whether the engine shows the property failing.
+//! What the engine's tables show of the model's properties: for a
+//! counterexample, whether its violation shows; for every trace, every
+//! check (a check that fires on the shipped design's walks is a defect of
+//! the check).
 
 use super::*;
 
+/// The properties whose violation the replay can look for on the real
+/// tables, each with the check [`Replay::violations_of`] runs.
+pub const CHECKED_PROPERTIES: [&str; 5] = [
+    "FencedOutWritesNothing",
+    "PinnedSnapshotNeverGrows",
+    "OneLiveLease",
+    "ReportedMeansVisible",
+    "InventoryOnlyAfterPublish",
+];
+
 impl Replay<'_> {
-    /// For a counterexample: whether the engine shows its property failing.
-    pub(super) fn reproduction(&self) -> Option<(String, Reproduction)> {
-        let property = self.trace.violates.clone()?;
+    /// What the engine shows of `property` failing (empty: nothing), or
+    /// `None` for a property no table state shows.
+    pub(super) fn violations_of(&self, property: &str) -> Option<Vec<String>> {
         let o = &self.observed;
-        let found: Vec<String> = match property.as_str() {
+        Some(match property {
             "FencedOutWritesNothing" => o.fenced_out_landed.clone(),
             "PinnedSnapshotNeverGrows" => o.snapshot_grew.clone(),
-            "OneLiveLease" => o
-                .release_by_non_holder
-                .iter()
-                .cloned()
-                .chain(
-                    o.own_live_head
-                        .iter()
-                        .filter(|(p, id, at)| {
-                            !o.lease_writes
-                                .iter()
-                                .any(|(q, l, w)| q == p && l == id && w > at)
-                        })
-                        .map(|(p, id, at)| {
-                            format!(
-                                "step {at}: {p} read its own live lease {id} as the head and never \
-                                 presented it again (capcat-proto's acquire refuses on these rows)"
-                            )
-                        }),
-                )
-                .collect(),
+            // The table half of `OneLiveLease`: a release tombstone landed
+            // from a non-holder. Its other half (a holder's acquire refused
+            // by its own lease) is a client's decision on rows the replay
+            // compares, not a table state.
+            "OneLiveLease" => o.release_by_non_holder.clone(),
             "ReportedMeansVisible" => o
                 .inventory_writes
                 .iter()
@@ -44,33 +42,55 @@ impl Replay<'_> {
                 })
                 .collect(),
             "InventoryOnlyAfterPublish" => self.unpublished_inventory(),
-            _ => Vec::new(),
+            _ => return None,
+        })
+    }
+
+    /// Every check of [`CHECKED_PROPERTIES`] with what it found, found or not.
+    pub(super) fn every_check(&self) -> BTreeMap<String, Vec<String>> {
+        CHECKED_PROPERTIES
+            .iter()
+            .map(|p| ((*p).to_owned(), self.violations_of(p).unwrap_or_default()))
+            .collect()
+    }
+
+    /// For a counterexample: whether the engine shows its property failing.
+    pub(super) fn reproduction(&self) -> Result<Option<(String, Reproduction)>, ReplayError> {
+        let Some(property) = self.trace.violates.clone() else {
+            return Ok(None);
         };
-        let verdict = if found.is_empty() {
-            let windows = self
-                .untested
-                .get(&Untested::InFlightWindow)
-                .copied()
-                .unwrap_or(0)
-                + self
-                    .untested
-                    .get(&Untested::SplitEvaluation)
-                    .copied()
-                    .unwrap_or(0)
-                + self
-                    .untested
-                    .get(&Untested::NeverLandedInModel)
-                    .copied()
-                    .unwrap_or(0);
-            Reproduction::NotObserved(format!(
+        let Some(found) = self.violations_of(&property) else {
+            return Err(ReplayError::Malformed {
+                file: self.trace.name.clone(),
+                what: format!(
+                    "the trace violates {property:?}, a property the replay has no check for \
+                     (it checks {CHECKED_PROPERTIES:?})"
+                ),
+            });
+        };
+        if !found.is_empty() {
+            return Ok(Some((property, Reproduction::Observed(found.join("; ")))));
+        }
+        let count = |u: Untested| self.untested.get(&u).copied().unwrap_or(0);
+        let windows = count(Untested::InFlightWindow)
+            + count(Untested::SplitEvaluation)
+            + count(Untested::NeverLandedInModel);
+        let why = if windows > 0 {
+            format!(
                 "the violation needs a statement's guard evaluated apart from its rows landing \
-                 ({windows} predictions fell in such a window), which the engine cannot be made to \
-                 do at statement granularity"
-            ))
+                 ({windows} predictions fell in such a window), which the engine cannot be made \
+                 to do at statement granularity"
+            )
+        } else if property == "OneLiveLease" {
+            "no release tombstone from a non-holder landed; the model's violation is a holder's \
+             acquire refused by its own lease, a decision capcat-proto's client makes on the \
+             lease rows (which the engine returned as the model predicted), not a table state"
+                .to_owned()
         } else {
-            Reproduction::Observed(found.join("; "))
+            "the real tables show no violation, and no prediction fell in an in-flight window"
+                .to_owned()
         };
-        Some((property, verdict))
+        Ok(Some((property, Reproduction::NotObserved(why))))
     }
 
     /// Inventory rows whose pack no paired manifest and watermark row admit.
