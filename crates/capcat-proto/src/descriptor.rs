@@ -41,7 +41,8 @@
 //! `INSERT ... SELECT`, so a guard could be added to it without changing how
 //! its values travel. The parameter's size is still proportional to the
 //! rows, which is why descriptor rows go in chunks of at most
-//! [`crate::config::MAX_CHUNK`] rows.
+//! [`crate::config::MAX_CHUNK`] rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of
+//! parameter text ([`descriptor_chunks`]).
 //!
 //! [`Statement`]: crate::statement::Statement
 
@@ -179,6 +180,66 @@ pub fn descriptor_rows_text(rows: &[CaptureDescriptor]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The most bytes one descriptor-rows parameter carries in its text form
+/// (after the parameter's own escaping), besides the [`MAX_CHUNK`] row
+/// bound.
+///
+/// Why: over HTTP a query parameter travels in the request URL (the
+/// `clickhouse` crate sends `param_<name>` as a URL setting), percent-encoding
+/// at most triples it, and clickhouse-server refuses a URI over
+/// `http_max_uri_size` (1 MiB by default) with an HTTP error the service
+/// would take for an outage and retry for ever. 256 KiB of text is at most
+/// 768 KiB encoded, which leaves room for the other settings. Demo-shaped
+/// rows (~400 bytes) give chunks of ~600 rows, so the 1,000-row bound still
+/// applies to small rows.
+///
+/// [`MAX_CHUNK`]: crate::config::MAX_CHUNK
+pub const MAX_DESCRIPTOR_PARAM_BYTES: usize = 256 * 1024;
+
+/// The bytes `row` adds to the descriptor-rows parameter's text form: its
+/// `TabSeparated` line and newline after the parameter's own escaping, which
+/// doubles each backslash and spells each tab and newline as two characters.
+/// Exact: the sum over a chunk's rows is the length of
+/// [`Param::Descriptors`]'s text.
+pub fn descriptor_param_bytes(row: &CaptureDescriptor) -> usize {
+    let line = row.to_tsv_row();
+    let escaped = line
+        .bytes()
+        .filter(|b| matches!(b, b'\\' | b'\t' | b'\n'))
+        .count();
+    line.len() + escaped + 2
+}
+
+/// Splits `rows` into consecutive chunks of at most `max_rows` rows and at
+/// most `max_bytes` of parameter text ([`descriptor_param_bytes`]), in
+/// order, covering every row once. A row larger than `max_bytes` on its own
+/// goes alone (a row is never split, and no chunk is empty), so the server
+/// judges it; every other chunk fits both bounds.
+pub fn descriptor_chunks(
+    rows: &[CaptureDescriptor],
+    max_rows: usize,
+    max_bytes: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let max_rows = max_rows.max(1);
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let size = descriptor_param_bytes(row);
+        let full = i - start == max_rows || (i > start && bytes + size > max_bytes);
+        if full {
+            chunks.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += size;
+    }
+    if start < rows.len() {
+        chunks.push(start..rows.len());
+    }
+    chunks
 }
 
 /// A string field of a `TabSeparated` row: backslash, tab and newline
@@ -424,6 +485,67 @@ mod tests {
     fn a_tsv_string_field_escapes_only_what_the_format_reads_specially() {
         assert_eq!(tsv_field("a\\b\tc\nd\re\0f"), "a\\\\b\\tc\\nd\\re\\0f");
         assert_eq!(tsv_field("it's \"ü\" \\N"), "it's \"ü\" \\\\N");
+    }
+
+    fn row_named(name: &str) -> CaptureDescriptor {
+        CaptureDescriptor {
+            tenant_id: "t".into(),
+            tensor_name: name.into(),
+            shape: vec![896],
+            ..CaptureDescriptor::default()
+        }
+    }
+
+    #[test]
+    fn the_parameter_size_of_a_row_is_exactly_what_its_text_adds() {
+        let rows = vec![
+            row_named("model.layers.0.mlp"),
+            row_named("back\\slash\ttab\nnewline\r\0"),
+            row_named(""),
+        ];
+        let text = Param::Descriptors(rows.clone()).to_text();
+        let sum: usize = rows.iter().map(descriptor_param_bytes).sum();
+        assert_eq!(sum, text.len(), "{text}");
+    }
+
+    #[test]
+    fn descriptor_chunks_respect_the_row_and_byte_bounds_and_cover_every_row_in_order() {
+        let rows: Vec<CaptureDescriptor> = (0..50)
+            .map(|i| row_named(&"x".repeat(10 + 37 * (i % 7))))
+            .collect();
+        for (max_rows, max_bytes) in [(1000, usize::MAX), (7, usize::MAX), (1000, 900), (3, 500)] {
+            let chunks = descriptor_chunks(&rows, max_rows, max_bytes);
+            let mut next = 0;
+            for chunk in &chunks {
+                assert_eq!(chunk.start, next, "{chunks:?}");
+                assert!(!chunk.is_empty() && chunk.len() <= max_rows, "{chunks:?}");
+                let bytes: usize = rows[chunk.clone()].iter().map(descriptor_param_bytes).sum();
+                assert!(bytes <= max_bytes, "{chunk:?}: {bytes} > {max_bytes}");
+                next = chunk.end;
+            }
+            assert_eq!(next, rows.len());
+            // Greedy: no chunk could have taken the next row.
+            for pair in chunks.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                let with_next: usize = rows[a.start..=b.start]
+                    .iter()
+                    .map(descriptor_param_bytes)
+                    .sum();
+                assert!(a.len() == max_rows || with_next > max_bytes, "{chunks:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_larger_than_the_byte_bound_goes_alone_and_no_chunk_is_empty() {
+        let rows = vec![
+            row_named("a"),
+            row_named(&"big".repeat(400)),
+            row_named("b"),
+        ];
+        let chunks = descriptor_chunks(&rows, 1000, 600);
+        assert_eq!(chunks, vec![0..1, 1..2, 2..3]);
+        assert!(descriptor_chunks(&[], 1000, 600).is_empty());
     }
 
     #[test]

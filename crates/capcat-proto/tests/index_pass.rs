@@ -440,6 +440,67 @@ fn chunking_at_1000_for_identities_manifest_inventory_and_descriptors() {
     assert_eq!(sizes("index.insert_inventory"), [1_000, 500]);
 }
 
+/// Descriptor INSERTs are also bounded by their parameter's size: over HTTP
+/// the rows travel in the request URL, and a clickhouse-server refuses a URI
+/// over 1 MiB with an error the service would take for an outage. 400 rows
+/// with 2 KiB tensor names (over 800 KiB of text) go in chunks of at most
+/// `MAX_DESCRIPTOR_PARAM_BYTES`, every row once, in order.
+#[test]
+fn descriptor_inserts_are_bounded_by_parameter_bytes_as_well_as_rows() {
+    use capcat_proto::descriptor::{MAX_DESCRIPTOR_PARAM_BYTES, descriptor_param_bytes};
+    let (mut cat, lease) = catalog_with_lease();
+    let descriptors: Vec<CaptureDescriptor> = batch(4, 100)
+        .into_iter()
+        .map(|d| CaptureDescriptor {
+            tensor_name: format!("{}.{}", "w".repeat(2_048), d.capture_id),
+            ..d
+        })
+        .collect();
+    let total: usize = descriptors.iter().map(descriptor_param_bytes).sum();
+    assert!(total > 3 * MAX_DESCRIPTOR_PARAM_BYTES, "{total}");
+    let run = drive(
+        &mut IndexPass::new(
+            tables(),
+            Config::default(),
+            lease,
+            descriptors.clone(),
+            SEED,
+        ),
+        |s| cat.respond(s),
+        |_| 0,
+        10_000,
+    );
+    assert!(
+        matches!(
+            run.outcome,
+            Ok(IndexReport::Indexed {
+                descriptors: 400,
+                ..
+            })
+        ),
+        "{:?}",
+        run.outcome
+    );
+    let inserts = run.named("index.insert_descriptors");
+    assert!(inserts.len() >= 4, "{} descriptor INSERTs", inserts.len());
+    let mut sent = Vec::new();
+    for stmt in &inserts {
+        let Some(Param::Descriptors(rows)) = stmt.params.get("rows") else {
+            panic!("no rows parameter: {stmt:?}");
+        };
+        let text = Param::Descriptors(rows.clone()).to_text();
+        assert!(
+            text.len() <= MAX_DESCRIPTOR_PARAM_BYTES,
+            "{} rows, {} bytes",
+            rows.len(),
+            text.len()
+        );
+        sent.extend(rows.iter().map(|d| d.capture_id));
+    }
+    let want: Vec<_> = descriptors.iter().map(|d| d.capture_id).collect();
+    assert_eq!(sent, want);
+}
+
 /// Seed mutation: `commit_packs(index_version=0)` was accepted and marked
 /// packs committed that no snapshot holds.
 #[test]

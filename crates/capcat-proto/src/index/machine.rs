@@ -5,7 +5,9 @@ use uuid::Uuid;
 use crate::allocate::Allocate;
 use crate::config::{Config, VariantName};
 use crate::decode::{string_at, uuid_at};
-use crate::descriptor::{CaptureDescriptor, insert_descriptors};
+use crate::descriptor::{
+    CaptureDescriptor, MAX_DESCRIPTOR_PARAM_BYTES, descriptor_chunks, insert_descriptors,
+};
 use crate::lease::{Lease, describe_input};
 use crate::machine::{Input, Machine, Step};
 use crate::publish::{PackRef, Publish, PublishOutcome};
@@ -126,6 +128,12 @@ impl IndexPass {
             .take(self.cfg.chunk())
             .cloned()
             .collect()
+    }
+
+    /// The descriptor INSERTs of `rows`: at most the configured chunk of
+    /// rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of parameter text each.
+    fn descriptor_chunks(&self, rows: &[CaptureDescriptor]) -> Vec<std::ops::Range<usize>> {
+        descriptor_chunks(rows, self.cfg.chunk(), MAX_DESCRIPTOR_PARAM_BYTES)
     }
 
     fn chunk_count(&self, len: usize) -> usize {
@@ -330,10 +338,12 @@ impl Machine for IndexPass {
             State::Descriptors { version, chunk } => {
                 let (version, chunk) = (*version, *chunk);
                 let rows = self.rows_at(version);
-                Step::Execute(insert_descriptors(
-                    &self.tables,
-                    self.chunk_of(&rows, chunk),
-                ))
+                let range = self
+                    .descriptor_chunks(&rows)
+                    .get(chunk)
+                    .cloned()
+                    .unwrap_or(0..0);
+                Step::Execute(insert_descriptors(&self.tables, rows[range].to_vec()))
             }
             State::Publish(publish) => match publish.poll() {
                 Step::Execute(stmt) => Step::Execute(stmt),
@@ -382,7 +392,7 @@ impl Machine for IndexPass {
                 self.state = State::Publish(publish);
             }
             (State::Descriptors { version, chunk }, Input::Rows(_)) => {
-                if chunk + 1 < self.chunk_count(self.rows_at(version).len()) {
+                if chunk + 1 < self.descriptor_chunks(&self.rows_at(version)).len() {
                     self.state = State::Descriptors {
                         version,
                         chunk: chunk + 1,
