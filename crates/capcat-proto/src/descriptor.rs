@@ -268,9 +268,16 @@ fn tsv_field(s: &str) -> String {
 pub struct F64Bits(u64);
 
 impl F64Bits {
-    /// Wraps a float.
+    /// Wraps a float. Every NaN becomes the one canonical NaN: the catalog
+    /// receives floats as text (`nan` has no payload), so a NaN's sign and
+    /// payload bits could not survive a round trip, and comparing by bits
+    /// would then call a stored summary different from the one written.
     pub fn new(value: f64) -> Self {
-        Self(value.to_bits())
+        if value.is_nan() {
+            Self(f64::NAN.to_bits())
+        } else {
+            Self(value.to_bits())
+        }
     }
     /// The float.
     pub fn get(self) -> f64 {
@@ -546,6 +553,17 @@ mod tests {
         let chunks = descriptor_chunks(&rows, 1000, 600);
         assert_eq!(chunks, vec![0..1, 1..2, 2..3]);
         assert!(descriptor_chunks(&[], 1000, 600).is_empty());
+    }
+
+    #[test]
+    fn every_nan_is_the_canonical_nan_so_a_round_trip_compares_equal() {
+        // x86's 0/0 gives the negative quiet NaN 0xFFF8...; the server sends
+        // back the canonical `nan`.
+        let negative = f64::from_bits(0xFFF8_0000_0000_0000);
+        let payload = f64::from_bits(0x7FF8_0000_0000_0001);
+        assert_eq!(F64Bits::new(negative), F64Bits::new(f64::NAN));
+        assert_eq!(F64Bits::new(payload), F64Bits::new(f64::NAN));
+        assert_eq!(F64Bits::new(-0.0).get().to_bits(), (-0.0f64).to_bits());
     }
 
     #[test]
