@@ -131,6 +131,18 @@ pub enum TraceError {
         /// The property.
         property: &'static str,
     },
+    /// The statements the model runs within a client step could not be
+    /// rebuilt (the exporter would otherwise drop them silently, and the
+    /// replay would have nothing to run for rows the model gained).
+    #[error("{design:?} step {step}: the statements folded into it: {what}")]
+    Folded {
+        /// The design.
+        design: Design,
+        /// The 1-based step.
+        step: usize,
+        /// What went wrong.
+        what: String,
+    },
     /// The model has no initial state, or refused a step of its own path.
     #[error("the model could not replay its own path for {design:?} at step {step}")]
     Replay {
@@ -247,19 +259,25 @@ fn rows_json(rows: &capcat_proto::Rows) -> Json {
 }
 
 /// Runs `stmt` on `db` as the model runs a read or an unconditional INSERT
-/// in one step, and returns what the machine is fed.
+/// in one step, and returns what the machine is fed. The model's own
+/// simulation not knowing a statement's result is a model defect, named.
 fn run_atomically(
     model: &PublicationModel,
     db: &mut Db,
     stmt: &Statement,
     now: u8,
-) -> Option<Input> {
+) -> Result<Input, String> {
+    let unknown = |e: &dyn std::fmt::Display| format!("the model cannot run {}: {e}", stmt.name);
     if stmt.expect == Expect::Nothing {
-        let landing = db.evaluate(model.tables(), stmt, now, None).ok()?;
+        let landing = db
+            .evaluate(model.tables(), stmt, now, None)
+            .map_err(|e| unknown(&e))?;
         db.land(landing);
-        Some(Input::Rows(capcat_proto::Rows::empty()))
+        Ok(Input::Rows(capcat_proto::Rows::empty()))
     } else {
-        db.read(model.tables(), stmt, now).ok().map(Input::Rows)
+        db.read(model.tables(), stmt, now)
+            .map(Input::Rows)
+            .map_err(|e| unknown(&e))
     }
 }
 
@@ -275,10 +293,10 @@ fn folded_statements(
     publisher: usize,
     draw: Option<u64>,
     sql: &mut SqlTable,
-) -> Vec<Json> {
+) -> Result<Vec<Json>, String> {
     const FOLDED: [&str; 2] = ["index.read_committed", "index.insert_descriptors"];
     let Some(p) = before.publishers.get(publisher) else {
-        return Vec::new();
+        return Err(format!("the model has no publisher {publisher}"));
     };
     let mut phase = p.phase.clone();
     let mut db = before.db.clone();
@@ -317,32 +335,34 @@ fn folded_statements(
             _ => {}
         }
     }
-    // The step's own statement.
+    // The step's own statement. The model enables a client step only for a
+    // publisher whose machine has a statement to run (after a draw, when it
+    // draws), so anything else is a defect of the model or of this export.
     let main = match poll_phase(&mut phase) {
         Some(Step::Execute(s)) => s,
         Some(Step::Draw { .. }) => {
-            feed(&mut phase, Input::Drawn(draw.unwrap_or(0)));
+            let Some(drawn) = draw else {
+                return Err("the machine draws but the action carries no draw".to_owned());
+            };
+            feed(&mut phase, Input::Drawn(drawn));
             match poll_phase(&mut phase) {
                 Some(Step::Execute(s)) => s,
-                _ => return out,
+                _ => return Err("the machine runs no statement after its draw".to_owned()),
             }
         }
-        _ => return out,
+        _ => return Err("the publisher's machine has no statement to run".to_owned()),
     };
+    // A conditional INSERT is sent, not run: nothing runs with it.
     if is_conditional_insert(main.name) {
-        return out;
+        return Ok(out);
     }
-    let Some(input) = run_atomically(model, &mut db, &main, now) else {
-        return out;
-    };
+    let input = run_atomically(model, &mut db, &main, now)?;
     feed(&mut phase, input);
     // Bounded like the model's own settling loop.
     for _ in 0..32 {
         match poll_phase(&mut phase) {
             Some(Step::Execute(s)) if FOLDED.contains(&s.name) => {
-                let Some(input) = run_atomically(model, &mut db, &s, now) else {
-                    break;
-                };
+                let input = run_atomically(model, &mut db, &s, now)?;
                 record(&s, &input, sql);
                 feed(&mut phase, input);
             }
@@ -373,8 +393,8 @@ fn folded_statements(
                     );
                     if let Step::Execute(s) = pass.poll()
                         && FOLDED.contains(&s.name)
-                        && let Some(input) = run_atomically(model, &mut db, &s, now)
                     {
+                        let input = run_atomically(model, &mut db, &s, now)?;
                         record(&s, &input, sql);
                     }
                 }
@@ -383,7 +403,7 @@ fn folded_statements(
             _ => break,
         }
     }
-    out
+    Ok(out)
 }
 
 /// The model's tables in its notation (what `tables_gained` lists).
@@ -495,7 +515,12 @@ impl Rendered {
     /// of a document is rendered, so their SQL texts join the document's
     /// table after every step's own and the `sql_ref`s of traces exported
     /// before `folded` existed stay what they were.
-    fn add_folded(&mut self, model: &PublicationModel, sql: &mut SqlTable) {
+    fn add_folded(
+        &mut self,
+        design: Design,
+        model: &PublicationModel,
+        sql: &mut SqlTable,
+    ) -> Result<(), TraceError> {
         for (i, action) in self.actions.iter().enumerate() {
             let (Some(before), Some(after), Some(step)) = (
                 self.states.get(i),
@@ -509,12 +534,18 @@ impl Rendered {
             } = action
             {
                 let folded =
-                    folded_statements(model, before, after, usize::from(*publisher), *draw, sql);
+                    folded_statements(model, before, after, usize::from(*publisher), *draw, sql)
+                        .map_err(|what| TraceError::Folded {
+                            design,
+                            step: i + 1,
+                            what,
+                        })?;
                 if !folded.is_empty() {
                     step["folded"] = json!(folded);
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -575,7 +606,7 @@ pub fn counterexample(
         .ok_or(TraceError::NotFound { design, property })?;
     let mut sql = SqlTable::default();
     let mut rendered = render_path(design, &model, &actions, &mut sql)?;
-    rendered.add_folded(&model, &mut sql);
+    rendered.add_folded(design, &model, &mut sql)?;
     Ok(json!({
         "kind": "counterexample",
         "design": design.name(),
@@ -609,7 +640,7 @@ pub fn schedule_of(
     let model = build(rendered_design, render)?;
     let mut sql = SqlTable::default();
     let mut rendered = render_path(rendered_design, &model, &actions, &mut sql)?;
-    rendered.add_folded(&model, &mut sql);
+    rendered.add_folded(rendered_design, &model, &mut sql)?;
     Ok(json!({
         "kind": "schedule",
         "design": rendered_design.name(),
@@ -670,7 +701,7 @@ pub fn random_walks_with(
         rendered.push(render_path(design, &model, &actions, &mut sql)?);
     }
     for (walk, mut r) in rendered.into_iter().enumerate() {
-        r.add_folded(&model, &mut sql);
+        r.add_folded(design, &model, &mut sql)?;
         out.push(json!({
             "walk": walk,
             "steps": r.steps,

@@ -416,3 +416,38 @@ fn a_wrong_prediction_fails_at_its_step() {
         "a wrong expiry passed"
     );
 }
+
+/// Rows the model gained that none of a step's statements wrote are a
+/// defect of the export, never written by the harness: `BarrierOnly` with
+/// the statements folded into its steps removed is malformed (in a trace
+/// that carries `final_tables`, the format that lists folded statements).
+#[test]
+fn rows_no_statement_wrote_are_malformed() {
+    let Some(engine) = engine_or_skip("replay_unexplained_rows", &data_dir()) else {
+        return;
+    };
+    let mut traces = load("counterexamples");
+    traces.retain(|t| t.name == n::BARRIER_ONLY);
+    let mut trace = traces.pop().expect("the barrier-only counterexample");
+    assert!(trace.final_tables.is_some(), "the corpus's current format");
+    let folded_at = trace
+        .steps
+        .iter()
+        .find(|s| {
+            s.folded
+                .iter()
+                .any(|(stmt, _)| stmt.name == "index.insert_descriptors")
+        })
+        .map(|s| s.index)
+        .expect("a step with the descriptor write folded into it");
+    for step in &mut trace.steps {
+        step.folded.clear();
+    }
+    match replay_trace(&engine, &trace, ReplayOptions::default()) {
+        Err(ReplayError::Malformed { what, .. }) => {
+            println!("{what}");
+            assert!(what.starts_with(&format!("step {folded_at} ")), "{what}");
+        }
+        other => panic!("rows no statement wrote were accepted: {other:?}"),
+    }
+}
