@@ -42,6 +42,17 @@ const NEED_THE_SPLIT: [&str; 4] = [
     n::TWO_SUBQUERY_FENCE,
 ];
 
+/// Untested predictions the committed counterexamples may have, per reason
+/// (the split designs' late landings and the two-read fence).
+const COUNTEREXAMPLES_UNTESTED: [(Untested, usize); 2] = [
+    (Untested::InFlightWindow, 18),
+    (Untested::SplitEvaluation, 3),
+];
+
+/// In-flight-window predictions the switches' walks may have (an orphaned
+/// INSERT after a crash is run whole on the engine at its evaluation).
+const SWITCHES_IN_FLIGHT_WINDOW: usize = 5;
+
 /// Counterexamples whose violation is a client's decision, not a table
 /// state: `FreshLeaseIdOnReacquire`'s holder is refused by its own lease
 /// (capcat-proto's acquire, on lease rows the replay compares), so the
@@ -86,6 +97,25 @@ fn summary(reports: &[TraceReport]) -> String {
     )
 }
 
+/// Untested predictions per reason at most `budget` (an unlisted reason:
+/// none). The budgets are the figures of the committed corpus and seeds: a
+/// change that makes more of the model untestable fails here.
+fn assert_untested_within(what: &str, reports: &[TraceReport], budget: &[(Untested, usize)]) {
+    for u in Untested::ALL {
+        let k: usize = reports.iter().filter_map(|r| r.untested.get(&u)).sum();
+        let max = budget
+            .iter()
+            .find(|(b, _)| *b == u)
+            .map_or(0, |(_, max)| *max);
+        assert!(
+            k <= max,
+            "{what}: {k} predictions {} untested, at most {max} allowed: {}",
+            u.label(),
+            summary(reports)
+        );
+    }
+}
+
 fn all_ok(results: Vec<Result<TraceReport, ReplayError>>) -> Vec<TraceReport> {
     let mut failures = Vec::new();
     let mut reports = Vec::new();
@@ -120,6 +150,7 @@ fn every_rejected_design_replays_and_the_engine_shows_its_violation() {
         summary(&reports),
         started.elapsed().as_secs_f64()
     );
+    assert_untested_within("counterexamples", &reports, &COUNTEREXAMPLES_UNTESTED);
     for r in &reports {
         let (property, verdict) = r
             .reproduction
@@ -180,12 +211,9 @@ fn every_testable_prediction_of_the_shipped_walks_agrees_with_the_engine() {
         started.elapsed().as_secs_f64()
     );
     let compared: usize = reports.iter().map(|r| r.compared).sum();
-    let untested: usize = reports.iter().map(TraceReport::untested_total).sum();
-    assert!(
-        compared > 3 * untested,
-        "too little was compared: {}",
-        summary(&reports)
-    );
+    assert!(compared > 0, "nothing was compared");
+    // Every prediction of the shipped design's own walks is testable.
+    assert_untested_within("walks", &reports, &[]);
     assert_no_check_fires(&reports);
 }
 
@@ -292,6 +320,12 @@ fn walks_under_the_models_other_switches_agree_with_the_engine() {
         "walks under switches: {} in {:.1} s",
         summary(&reports),
         started.elapsed().as_secs_f64()
+    );
+    // The orphaned INSERT of a crash lands in the model only later.
+    assert_untested_within(
+        "walks under switches",
+        &reports,
+        &[(Untested::InFlightWindow, SWITCHES_IN_FLIGHT_WINDOW)],
     );
     assert_no_check_fires(&reports);
 }
