@@ -485,3 +485,52 @@ fn rows_no_statement_wrote_are_malformed() {
         other => panic!("rows no statement wrote were accepted: {other:?}"),
     }
 }
+
+/// A read the model could not predict is counted (`model-unknown`), never
+/// skipped silently; a read predicted neither way, and a tick without its
+/// time, are malformed.
+#[test]
+fn unpredicted_reads_are_counted_and_malformed_steps_fail() {
+    let Some(engine) = engine_or_skip("replay_unpredicted", &data_dir()) else {
+        return;
+    };
+    let barrier_only = || {
+        let mut traces = load("counterexamples");
+        traces.retain(|t| t.name == n::BARRIER_ONLY);
+        traces.pop().expect("the barrier-only counterexample")
+    };
+    let first = |trace: &mut Trace, verb: &str| -> usize {
+        let step = trace
+            .steps
+            .iter_mut()
+            .find(|s| s.verb == verb)
+            .unwrap_or_else(|| panic!("a {verb} step"));
+        step.predicted = serde_json::json!({ "unknown": "the model's simulation cannot tell" });
+        step.index
+    };
+    let mut trace = barrier_only();
+    first(&mut trace, "ReadVersionHead");
+    let report =
+        replay_trace(&engine, &trace, ReplayOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    println!("{report}");
+    assert_eq!(
+        report.untested.get(&Untested::ModelUnknown),
+        Some(&1),
+        "{report}"
+    );
+    for (verb, edit) in [
+        ("ReadVersionHead", serde_json::json!({})),
+        ("Tick", serde_json::json!({ "then": 1 })),
+    ] {
+        let mut trace = barrier_only();
+        let at = first(&mut trace, verb);
+        trace.steps[at - 1].predicted = edit;
+        match replay_trace(&engine, &trace, ReplayOptions::default()) {
+            Err(ReplayError::Malformed { what, .. }) => {
+                println!("{what}");
+                assert!(what.starts_with(&format!("step {at} ")), "{what}");
+            }
+            other => panic!("a malformed {verb} was accepted: {other:?}"),
+        }
+    }
+}

@@ -27,16 +27,20 @@ pub enum Untested {
     /// index pass's `index.insert_descriptors`, folded into the step before
     /// it): the harness wrote them, so they prove nothing.
     FoldedStatement,
+    /// The model's own simulation could not tell a read's result (the
+    /// trace says `unknown` where rows would be): nothing to compare with.
+    ModelUnknown,
 }
 
 impl Untested {
     /// Every reason, for reports.
-    pub const ALL: [Untested; 5] = [
+    pub const ALL: [Untested; 6] = [
         Untested::ExpiryBoundary,
         Untested::InFlightWindow,
         Untested::SplitEvaluation,
         Untested::NeverLandedInModel,
         Untested::FoldedStatement,
+        Untested::ModelUnknown,
     ];
 
     /// A short label.
@@ -47,6 +51,7 @@ impl Untested {
             Untested::SplitEvaluation => "split-evaluation",
             Untested::NeverLandedInModel => "never-landed-in-model",
             Untested::FoldedStatement => "folded-statement",
+            Untested::ModelUnknown => "model-unknown",
         }
     }
 }

@@ -15,7 +15,20 @@ impl Replay<'_> {
         boundary: bool,
     ) -> Result<(), ReplayError> {
         let Some(predicted) = predicted.get("rows").and_then(Json::as_array) else {
-            return Ok(());
+            // The model's simulation could not tell this read's result: the
+            // exporter says so, and the read is counted untested. A read
+            // predicted neither way is not what the exporter writes.
+            if predicted.get("unknown").is_some() {
+                self.untested(Untested::ModelUnknown);
+                return Ok(());
+            }
+            return Err(ReplayError::Malformed {
+                file: self.trace.name.clone(),
+                what: format!(
+                    "step {} ({}): a read predicted with neither rows nor unknown: {predicted}",
+                    step.index, step.action
+                ),
+            });
         };
         if in_window {
             self.untested(Untested::InFlightWindow);

@@ -348,7 +348,15 @@ impl Replay<'_> {
         // every table, for rows the harness writes as the model gained them).
         let explained: BTreeSet<String> = match step.verb.as_str() {
             "Tick" => {
-                let to = step.predicted["now"].as_u64().unwrap_or(0);
+                let Some(to) = step.predicted["now"].as_u64() else {
+                    return Err(ReplayError::Malformed {
+                        file: self.trace.name.clone(),
+                        what: format!(
+                            "step {} ({}): a tick predicts no `now`: {}",
+                            step.index, step.action, step.predicted
+                        ),
+                    });
+                };
                 self.clock.tick(to);
                 BTreeSet::new()
             }
