@@ -22,7 +22,7 @@ use serde_json::Value as Json;
 use uuid::Uuid;
 
 use super::atoms::model_atoms;
-use super::clock::{MARGIN, ModelClock, near_expiry, wall_ns};
+use super::clock::{ModelClock, TICK_GUARD, near_expiry, wall_ns};
 use super::db::{TABLES, TableSpec, TraceDb, spec};
 use super::reader::PinnedRead;
 use super::report::{Disagreement, ReplayError, Reproduction, TraceReport, Untested};
@@ -165,6 +165,20 @@ pub fn replay_trace(
     })
 }
 
+/// A step's outcome, unless the replay had got so far into a tick that the
+/// time mapping no longer holds (`drift`): then the drift (which is
+/// replayed again), also in place of a disagreement, which may be the
+/// drift's doing. Any other error stands.
+fn drift_over(
+    outcome: Result<(), ReplayError>,
+    drift: Option<ReplayError>,
+) -> Result<(), ReplayError> {
+    match (outcome, drift) {
+        (Ok(()) | Err(ReplayError::Disagreement(_)), Some(drift)) => Err(drift),
+        (outcome, _) => outcome,
+    }
+}
+
 /// Whether `sql` reads or writes the real table `name` (as a whole word).
 fn mentions(sql: &str, name: &str) -> bool {
     sql.match_indices(name).any(|(i, _)| {
@@ -211,21 +225,31 @@ impl Replay<'_> {
             }
             None => {}
         }
-        let tick = Duration::from_nanos(self.clock.tick_ns());
         for step in &self.trace.steps {
-            self.step(step)?;
-            self.clock.note();
-            if self.clock.max_drift() + 3 * MARGIN >= tick {
-                return Err(ReplayError::Drift {
-                    trace: self.trace.name.clone(),
-                    step: step.index,
-                    drift_ms: self.clock.max_drift().as_millis(),
-                    tick_ms: tick.as_millis(),
-                });
-            }
+            let outcome = self.step(step);
+            self.drift_check(step.index, outcome)?;
         }
-        self.finish()?;
+        let outcome = self.finish();
+        self.drift_check(self.trace.steps.len() + 1, outcome)?;
         Ok((self.reproduction()?, self.every_check()))
+    }
+
+    /// A step's outcome, checked against how far into its tick the replay
+    /// had got ([`drift_over`]).
+    fn drift_check(
+        &mut self,
+        step: usize,
+        outcome: Result<(), ReplayError>,
+    ) -> Result<(), ReplayError> {
+        self.clock.note();
+        let tick = Duration::from_nanos(self.clock.tick_ns());
+        let drift = (self.clock.max_drift() + TICK_GUARD >= tick).then(|| ReplayError::Drift {
+            trace: self.trace.name.clone(),
+            step,
+            drift_ms: self.clock.max_drift().as_millis(),
+            tick_ms: tick.as_millis(),
+        });
+        drift_over(outcome, drift)
     }
 
     fn untested(&mut self, why: Untested) {
@@ -549,6 +573,52 @@ impl Replay<'_> {
 mod tests {
     use super::finish::collapse;
     use super::*;
+
+    #[test]
+    fn a_disagreement_past_the_drift_limit_is_drift() {
+        let drift = || ReplayError::Drift {
+            trace: "t".to_owned(),
+            step: 3,
+            drift_ms: 900,
+            tick_ms: 1000,
+        };
+        let disagreement = || {
+            Err(ReplayError::Disagreement(Box::new(Disagreement {
+                trace: "t".to_owned(),
+                step: 3,
+                action: "a".to_owned(),
+                sql: "s".to_owned(),
+                predicted: "p".to_owned(),
+                actual: "q".to_owned(),
+            })))
+        };
+        let engine = || {
+            Err(ReplayError::Engine {
+                trace: "t".to_owned(),
+                step: 3,
+                action: "a".to_owned(),
+                sql: "s".to_owned(),
+                message: "m".to_owned(),
+            })
+        };
+        assert!(matches!(
+            drift_over(disagreement(), Some(drift())),
+            Err(ReplayError::Drift { .. })
+        ));
+        assert!(matches!(
+            drift_over(Ok(()), Some(drift())),
+            Err(ReplayError::Drift { .. })
+        ));
+        assert!(matches!(
+            drift_over(engine(), Some(drift())),
+            Err(ReplayError::Engine { .. })
+        ));
+        assert!(matches!(
+            drift_over(disagreement(), None),
+            Err(ReplayError::Disagreement(_))
+        ));
+        assert!(drift_over(Ok(()), None).is_ok());
+    }
 
     #[test]
     fn a_table_is_mentioned_only_as_a_whole_word() {
