@@ -534,3 +534,36 @@ fn unpredicted_reads_are_counted_and_malformed_steps_fail() {
         }
     }
 }
+
+/// A merge only removes rows: a row the engine holds and the model never
+/// did fails the final comparison even where a ReplacingMergeTree merge
+/// would hide it under a higher version. `BarrierOnly` with a stale
+/// version-0 descriptor row of its pack written first (by the harness, as
+/// an initial row the model's final tables do not list).
+#[test]
+fn a_row_the_model_never_held_fails_even_under_a_merge() {
+    let Some(engine) = engine_or_skip("replay_merge_hides", &data_dir()) else {
+        return;
+    };
+    let mut traces = load("counterexamples");
+    traces.retain(|t| t.name == n::BARRIER_ONLY);
+    let mut trace = traces.pop().expect("the barrier-only counterexample");
+    let kept = trace
+        .final_tables
+        .as_ref()
+        .and_then(|t| t.get("capture_raw"))
+        .and_then(|rows| rows.first())
+        .cloned()
+        .expect("a descriptor row in the final tables");
+    let stale = kept.replace("), 1)", "), 0)");
+    assert_ne!(stale, kept, "the descriptor row is at version 1: {kept}");
+    trace.initial_tables = Some([("capture_raw".to_owned(), vec![stale])].into());
+    match replay_trace(&engine, &trace, ReplayOptions::default()) {
+        Err(ReplayError::Disagreement(d)) => {
+            println!("{d}");
+            assert_eq!(d.step, trace.steps.len() + 1, "at the final tables: {d}");
+            assert!(d.actual.contains("never held"), "{d}");
+        }
+        other => panic!("a row the model never held passed: {other:?}"),
+    }
+}

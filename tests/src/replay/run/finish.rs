@@ -62,6 +62,25 @@ impl Replay<'_> {
                     .collect(),
                 None => self.model[spec.model].clone(),
             };
+            // A merge only removes rows: every row the engine holds must be
+            // one the model holds before either side is collapsed, or a
+            // wrong row with a lower version would hide under the merge.
+            let sql = || {
+                format!(
+                    "SELECT {} FROM {}",
+                    spec.columns.join(", "),
+                    self.db.real_name(spec.model)
+                )
+            };
+            if spec.replacing.is_some() && !actual.is_subset(&expected) {
+                let extra: RowSet = actual.difference(&expected).cloned().collect();
+                return Err(self.disagree(
+                    &last,
+                    &sql(),
+                    format!("rows among {expected:?}"),
+                    format!("rows the model never held: {extra:?}"),
+                ));
+            }
             let (actual, expected) = match spec.replacing {
                 Some((key, version)) => (
                     collapse(&actual, key, version),
@@ -72,11 +91,7 @@ impl Replay<'_> {
             if actual != expected {
                 return Err(self.disagree(
                     &last,
-                    &format!(
-                        "SELECT {} FROM {}",
-                        spec.columns.join(", "),
-                        self.db.real_name(spec.model)
-                    ),
+                    &sql(),
                     format!("{expected:?}"),
                     format!("{actual:?}"),
                 ));
