@@ -100,11 +100,22 @@ fn the_barrier_only_counterexample_exports_a_fenced_out_write() {
 #[ignore = "regenerates tests/corpus (minutes: one breadth-first search per rejected design)"]
 fn regenerate_the_trace_corpus() {
     let dir = corpus();
-    std::fs::create_dir_all(dir.join("counterexamples")).expect("corpus dir");
+    // Exported into a fresh sibling directory, then swapped in whole: a
+    // file no longer exported (a design renamed or dropped) does not stay
+    // behind, and a failed export leaves the committed corpus as it was.
+    let name = dir
+        .file_name()
+        .expect("the corpus directory has a name")
+        .to_string_lossy()
+        .into_owned();
+    let staging = dir.with_file_name(format!("{name}.exporting-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(staging.join("counterexamples")).expect("staging dir");
     for (design, cfg, property) in rejected_designs() {
+        println!("{}: searching for its counterexample", design.name());
         let doc = counterexample(design, cfg, property)
             .unwrap_or_else(|e| panic!("{}: {e}", design.name()));
-        let path = dir
+        let path = staging
             .join("counterexamples")
             .join(format!("{}.json", design.name()));
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
@@ -116,8 +127,16 @@ fn regenerate_the_trace_corpus() {
         );
     }
     let doc = random_walks(WALK_SEED, WALKS, WALK_STEPS).expect("walks");
-    let path = dir.join("walks-shipped.json");
+    let path = staging.join("walks-shipped.json");
     let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     println!("{}: {WALKS} walks", path.display());
+    let old = dir.with_file_name(format!("{name}.replaced-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&old);
+    if dir.exists() {
+        std::fs::rename(&dir, &old).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    std::fs::rename(&staging, &dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let _ = std::fs::remove_dir_all(&old);
+    println!("{}: replaced by the export", dir.display());
 }

@@ -58,13 +58,19 @@ fn regenerate(root: &Path, out: &Path) -> Result<()> {
             "capcat-tests",
             "--test",
             "corpus",
-            "--quiet",
             "--",
             "--ignored",
             "--exact",
+            "--nocapture",
             "regenerate_the_trace_corpus",
         ])
         .env("CAPCAT_CORPUS_DIR", out);
+    // The export is one breadth-first search per rejected design (about
+    // 45 s after the build): the test prints a line per file as it goes.
+    eprintln!(
+        "xtask corpus: exporting the traces into {} (about 45 s after the build)",
+        out.display()
+    );
     cache::run(&mut command)?;
     eprintln!(
         "xtask corpus: exported the traces in {:.1} s",
