@@ -437,18 +437,24 @@ fn a_wrong_prediction_fails_at_its_step() {
         .iter_mut()
         .find(|s| s.verb == "ReadBackLease")
         .expect("a lease read-back");
+    let at = step.index;
     let text = step
         .predicted
         .to_string()
         .replace("UInt64(2000000000)", "UInt64(3000000000)");
-    step.predicted = serde_json::from_str(&text).expect("JSON");
-    assert!(
-        matches!(
-            replay_trace(&engine, &trace, ReplayOptions::default()),
-            Err(ReplayError::Disagreement(_))
-        ),
-        "a wrong expiry passed"
+    assert_ne!(
+        text,
+        step.predicted.to_string(),
+        "the read-back has an expiry"
     );
+    step.predicted = serde_json::from_str(&text).expect("JSON");
+    match replay_trace(&engine, &trace, ReplayOptions::default()) {
+        Err(ReplayError::Disagreement(d)) => {
+            println!("{d}");
+            assert_eq!(d.step, at, "the disagreement is at the edited read-back");
+        }
+        other => panic!("a wrong expiry passed: {other:?}"),
+    }
 }
 
 /// Rows the model gained that none of a step's statements wrote are a

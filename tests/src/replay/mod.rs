@@ -139,6 +139,8 @@ pub fn replay_all(
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<TraceReport, ReplayError>>>> =
         Mutex::new((0..traces.len()).map(|_| None).collect());
+    // A replay thread's panic is re-raised by `thread::scope` when it
+    // joins, so after it every slot is filled and the lock unpoisoned.
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| {
@@ -152,24 +154,15 @@ pub fn replay_all(
                         Ok(report) => tracing::info!(%report, "trace replayed"),
                         Err(error) => tracing::warn!(%error, "trace replay failed"),
                     }
-                    if let Ok(mut all) = results.lock() {
-                        all[i] = Some(result);
-                    }
+                    results.lock().expect("no replay thread panicked")[i] = Some(result);
                 }
             });
         }
     });
     results
         .into_inner()
-        .unwrap_or_default()
+        .expect("no replay thread panicked")
         .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(ReplayError::Malformed {
-                    file: String::new(),
-                    what: "a replay thread panicked".to_owned(),
-                })
-            })
-        })
+        .map(|r| r.expect("every trace was replayed by some thread"))
         .collect()
 }
