@@ -83,6 +83,17 @@ fn config(common: &Common) -> Result<(ValidConfig, CatalogTarget, StoreTarget), 
     Ok((raw.validate()?, catalog, store))
 }
 
+/// For a command that runs the service as the spool's owner: refuses at
+/// once, naming the pid, when a live process (a running service or demo)
+/// owns the spool, before the catalog is opened (an embedded catalog in
+/// use would otherwise be the only complaint) and before anything is swept.
+fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
+    if cfg.raw.owns_spool {
+        capcat_service::owner_lock::check_free(&cfg.raw.spool_dir)?;
+    }
+    Ok(())
+}
+
 fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<CatalogClient, CliError> {
     let transport: Arc<dyn Transport> =
         target.open(cfg.catalog_request_timeout, cfg.catalog_connect_timeout)?;
@@ -517,7 +528,9 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
 pub(crate) struct LeaseWait {
     /// Seconds to wait when the publisher lease is held by another holder
     /// (a killed process's lease stays live until its TTL passes). A live
-    /// service keeps renewing its lease: the command then fails after this
+    /// service on the same spool is refused at once, without waiting (its
+    /// spool owner lock is held), naming its pid; a live service on another
+    /// spool keeps renewing its lease: the command then fails after this
     /// wait, naming the holder.
     #[arg(long, default_value_t = 60.0)]
     lease_wait: f64,
@@ -536,9 +549,13 @@ impl LeaseWait {
 
 /// Starts the service; while the publisher lease is held by another holder
 /// (a killed process's lease has not expired yet), retries until `wait`
-/// has passed, announcing the wait once.
+/// has passed, announcing the wait once. Every other refusal returns at
+/// once: in particular `StartError::SpoolBusy` (a live process owns the
+/// spool), which waiting cannot cure, and retrying a start that could sweep
+/// would be wrong anyway.
 pub(crate) async fn start_waiting_for_lease(
     cfg: ValidConfig,
+    ownership: Option<capcat_service::SpoolOwnership>,
     store: AnyStore,
     catalog: CatalogClient,
     wait: Duration,
@@ -547,7 +564,14 @@ pub(crate) async fn start_waiting_for_lease(
     let mut announced = false;
     // Bounded by `wait`: every iteration sleeps 500 ms.
     loop {
-        match Service::start(cfg.clone(), store.clone(), catalog.clone()).await {
+        let started = match &ownership {
+            Some(owned) => {
+                Service::start_owning(cfg.clone(), store.clone(), catalog.clone(), owned.clone())
+                    .await
+            }
+            None => Service::start(cfg.clone(), store.clone(), catalog.clone()).await,
+        };
+        match started {
             Err(StartError::Lease(LeaseError::Held { holder, .. })) if Instant::now() < until => {
                 if !announced {
                     println!(
@@ -571,7 +595,7 @@ async fn run_service(
     work: impl FnOnce(&Service<AnyStore>) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
     let timeout = cfg.close_flush_timeout;
-    let service = start_waiting_for_lease(cfg, store, catalog, wait).await?;
+    let service = start_waiting_for_lease(cfg, None, store, catalog, wait).await?;
     let worked = work(&service);
     let flushed = service.flush(timeout).await;
     let snapshot = service.snapshot();
@@ -600,6 +624,7 @@ async fn run_service(
 pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), CliError> {
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
+    refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target)?;
     let store = store_target.open()?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
@@ -630,6 +655,7 @@ pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliErr
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
     let spool_dir = cfg.raw.spool_dir.clone();
+    refuse_owned_spool(&cfg)?;
     let (ready, open) = spool_counts(&spool_dir)?;
     println!(
         "spool {}: {ready} sealed pack(s) to upload and index, {open} unsealed .open file(s) to sweep",
@@ -657,6 +683,7 @@ pub(crate) async fn ingest(
     run: &str,
 ) -> Result<(), CliError> {
     let (cfg, target, store_target) = config(common)?;
+    refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target)?;
     let store = store_target.open()?;
     let mut files: Vec<_> = std::fs::read_dir(dir)

@@ -69,6 +69,17 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
     let catalog_path = dir.join("catalog");
     let store_path = dir.join("store");
     let spool_path = dir.join("spool");
+    let holder = format!("capcat-demo-{}", std::process::id());
+    // The spool is ours for the whole run, capture included: the capture
+    // writes `.open` files, and another process sweeping (a drain, a second
+    // demo on this directory) must be refused, naming this pid, not delete
+    // them. The service gets a clone; the lock goes with this process. A
+    // verification only reads the catalog and the store: it takes none.
+    let ownership = if options.verify_only {
+        None
+    } else {
+        Some(capcat_service::owner_lock::take(&spool_path, &holder)?)
+    };
 
     let loading = spinner("loading the embedded ClickHouse engine (libchdb)");
     let engine_started = Instant::now();
@@ -80,7 +91,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
         spool_dir: spool_path,
         catalog_prefix: "capcat_demo".to_owned(),
         store_id: "local".to_owned(),
-        holder: format!("capcat-demo-{}", std::process::id()),
+        holder,
         poll_interval_s: 0.01,
         // Short, so a run after a killed one waits seconds, not half a
         // minute, for the dead process's lease to expire.
@@ -132,6 +143,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
     // A killed run's lease expires within one TTL of its last renewal.
     let service = crate::commands::start_waiting_for_lease(
         config,
+        ownership,
         store.clone(),
         catalog.clone(),
         Duration::from_secs_f64(DEMO_LEASE_TTL_S * 2.0),

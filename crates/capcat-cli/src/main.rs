@@ -150,7 +150,10 @@ enum Command {
     /// writer never finished), upload and index every sealed `.ready` pack,
     /// index packs in the store the catalog lacks (uploaded before a
     /// crash), flush and release the lease. When a dead process's lease is
-    /// still live, waits for it to expire (up to --lease-wait). For a
+    /// still live, waits for it to expire (up to --lease-wait). Against a
+    /// running service on the same spool it fails at once, sweeping
+    /// nothing, naming that process's pid (the spool's owner lock is held).
+    /// For a
     /// `capcat demo --dir D` directory pass
     /// `--catalog embedded:D/catalog --store local:D/store --spool D/spool --prefix capcat_demo`.
     Drain {

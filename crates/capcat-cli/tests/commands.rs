@@ -429,3 +429,80 @@ fn sql_prints_every_statement_of_every_machine_without_an_engine() {
         assert!(said.contains(expected), "missing {expected:?}:\n{said}");
     }
 }
+
+/// `capcat drain` on the directory of a demo still running: refused at
+/// once, naming the demo's pid, before it sweeps anything (the spool's
+/// owner lock is held), instead of deleting the demo's `.open` packs.
+#[test]
+fn drain_against_a_running_demo_fails_at_once_naming_its_pid() {
+    let test = "drain_live";
+    if !engine(test, "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    // Large enough to be still running when the drain comes.
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_capcat"))
+        .args([
+            "demo",
+            "--records",
+            "400000",
+            "--packs",
+            "800",
+            "--run",
+            test,
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.join("spool/.owner.lock");
+    let owned = format!("{} ", demo.id());
+    let started = std::time::Instant::now();
+    // Bounded: 30 s of 20 ms polls.
+    while !std::fs::read_to_string(&lock).is_ok_and(|t| t.starts_with(&owned)) {
+        assert!(
+            demo.try_wait().unwrap().is_none(),
+            "the demo ended before it owned its spool"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the demo never took its spool's owner lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // An unsealed pack, as the demo's sink leaves while writing one.
+    let open = dir.join(format!("spool/{}.pack.open", uuid::Uuid::new_v4()));
+    std::fs::write(&open, b"being written").unwrap();
+    let capcat = Capcat::local(dir, "capcat_demo");
+    let asked = std::time::Instant::now();
+    let out = capcat.output(&["drain", "--lease-wait", "60"]);
+    let waited = asked.elapsed();
+    let still_running = demo.try_wait().unwrap().is_none();
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        still_running,
+        "the demo finished first: the test proves nothing"
+    );
+    assert!(
+        !out.status.success(),
+        "drain succeeded on a live spool:\n{said}"
+    );
+    assert!(
+        said.contains(&format!("owned by a running process: pid {}", demo.id())),
+        "{said}"
+    );
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "{waited:?}: {said}"
+    );
+    assert!(open.exists(), "drain swept a live spool's .open file");
+}

@@ -134,8 +134,11 @@ pub struct ServiceConfig {
     pub store_id: String,
     /// The lease holder's name (diagnostics only).
     pub holder: String,
-    /// Whether this service owns the spool: only then does start sweep the
-    /// stale `.open` files a crashed sink left (no sink may be writing yet).
+    /// Whether this service owns the spool. An owner takes the exclusive
+    /// lock `<spool_dir>/.owner.lock` at start (a second owner on the same
+    /// directory gets `StartError::SpoolBusy` at once), and only then
+    /// sweeps the stale `.open` files a crashed sink left. A service with
+    /// `owns_spool = false` takes no lock and sweeps nothing.
     pub owns_spool: bool,
     /// Wait between idle cycles, and the first backoff step.
     pub poll_interval_s: f64,

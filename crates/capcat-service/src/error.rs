@@ -11,6 +11,32 @@ pub enum StartError {
     /// The spool could not be opened or swept.
     #[error("spool: {0}")]
     Spool(#[from] crate::spool::SpoolError),
+    /// Another live process owns the spool (holds `<spool_dir>/.owner.lock`):
+    /// a running service, or a drain, reconcile or ingest on the same
+    /// directory. Nothing was swept, and no schema or lease work was done.
+    /// Waiting does not help while that process runs: stop it first (a
+    /// killed owner's lock goes with its process).
+    #[error(
+        "spool {} is owned by a running process{}; stop it first (nothing was swept)",
+        spool_dir.display(),
+        holder.as_ref().map_or_else(String::new, |h| format!(": {h}"))
+    )]
+    SpoolBusy {
+        /// The spool directory.
+        spool_dir: std::path::PathBuf,
+        /// Who holds it, when the holder wrote itself down.
+        holder: Option<crate::owner_lock::SpoolHolder>,
+    },
+    /// The spool's owner lock could not be opened or taken for a reason
+    /// other than another owner holding it.
+    #[error("spool owner lock {}: {source}", path.display())]
+    OwnerLock {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The catalog's schema was refused or could not be read.
     #[error("catalog schema: {0}")]
     Schema(#[from] capcat_proto::schema::SchemaError),

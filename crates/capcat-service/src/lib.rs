@@ -8,6 +8,9 @@
 //!   uploads, batch halving, set-aside), the lease keep-alive (every TTL/3,
 //!   on its own task), the reconciler, [`Service::flush`],
 //!   [`Service::close`] and [`Service::snapshot`].
+//! - [`owner_lock`]: the exclusive lock `<spool_dir>/.owner.lock` a
+//!   spool's owner holds for its whole life (sweeping and the status file
+//!   are the owner's alone; a second owner gets [`StartError::SpoolBusy`]).
 //! - [`status`]: the snapshot written to `<spool_dir>/status.json` once per
 //!   cycle and on close, and [`read_status`] for `capcat status`.
 //! - The catalog is capcat-clickhouse's [`Catalog`] (its one drive loop,
@@ -25,6 +28,7 @@ pub mod config;
 mod cycle;
 pub mod descriptors;
 mod error;
+pub mod owner_lock;
 mod reconcile;
 mod service;
 pub mod snapshot;
@@ -37,6 +41,7 @@ pub use capcat_clickhouse::demand::DemandPublisher;
 pub use catalog::{Catalog, CatalogClient};
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
 pub use error::{CycleError, FlushError, SinkError, StartError};
+pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushReport, Service};
 pub use snapshot::{DemandCounters, RejectedPack, Snapshot};

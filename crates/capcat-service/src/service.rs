@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::config::ValidConfig;
 use crate::error::{FlushError, SinkError, StartError};
+use crate::owner_lock::{self, OwnerLock};
 use crate::snapshot::{DemandCounters, RejectedPack, Snapshot};
 use crate::spool::Spool;
 use crate::status::{StatusFile, write_status};
@@ -83,6 +84,9 @@ pub(crate) struct Inner<S> {
     pub(crate) stop: watch::Sender<bool>,
     pub(crate) demand: DemandPublisher,
     sink: Mutex<SinkState>,
+    /// The spool's owner lock, when this service owns the spool; taken
+    /// (released) at the end of close and on drop.
+    owner: Mutex<Option<Arc<OwnerLock>>>,
     /// The sequence number of the last snapshot taken for the status file.
     status_sequence: AtomicU64,
     /// The sequence number of the snapshot on disk; its lock orders writes.
@@ -94,6 +98,14 @@ pub(crate) struct Inner<S> {
 }
 
 impl<S> Inner<S> {
+    /// Releases the spool's owner lock.
+    fn release_owner(&self) {
+        self.owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+    }
+
     pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves counters, never a broken
         // invariant the next holder could trip on, so poisoning is ignored.
@@ -216,20 +228,64 @@ pub struct Service<S: PackStore + Clone + 'static> {
 }
 
 impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
-    /// Starts the service: opens the spool (sweeping stale `.open` files
-    /// when it owns it), ensures the schema, takes the publisher lease,
+    /// Starts the service: opens the spool (when it owns it: takes the
+    /// spool's owner lock, then sweeps stale `.open` files), ensures the schema, takes the publisher lease,
     /// reconciles when configured, then runs the cycle loop and the lease
     /// keep-alive.
     ///
     /// # Errors
     /// A refused schema, a lease held by someone else, a spool that cannot
-    /// be opened.
+    /// be opened, [`StartError::SpoolBusy`] at once (before any sweep,
+    /// schema or lease work) when another live process owns the spool.
     pub async fn start(cfg: ValidConfig, store: S, catalog: Catalog) -> Result<Self, StartError> {
+        Self::start_with(cfg, store, catalog, None).await
+    }
+
+    /// [`Service::start`] for a caller that already owns the spool (it took
+    /// [`owner_lock::take`] before sealing into it): the service holds a
+    /// clone of `ownership` instead of taking the lock again.
+    ///
+    /// # Errors
+    /// As [`Service::start`]; [`StartError::OwnerLock`] when `ownership`
+    /// is of another directory than `spool_dir`, or the configuration does
+    /// not own its spool.
+    pub async fn start_owning(
+        cfg: ValidConfig,
+        store: S,
+        catalog: Catalog,
+        ownership: owner_lock::SpoolOwnership,
+    ) -> Result<Self, StartError> {
+        Self::start_with(cfg, store, catalog, Some(ownership)).await
+    }
+
+    async fn start_with(
+        cfg: ValidConfig,
+        store: S,
+        catalog: Catalog,
+        ownership: Option<owner_lock::SpoolOwnership>,
+    ) -> Result<Self, StartError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| StartError::NoRuntime)?;
         let spool = Spool::open(&cfg.raw.spool_dir)?;
-        if cfg.raw.owns_spool {
-            // Safe only now: no sink of ours is open yet, and owning the
-            // spool means no other process writes into it.
+        // Ownership is taken before anything touches the spool, the schema
+        // or the lease, so a second process on a live service's spool is
+        // refused at once and sweeps nothing.
+        let owner = match (cfg.raw.owns_spool, ownership) {
+            (true, Some(owned)) if owned.spool_dir() == spool.dir() => Some(owned.lock),
+            (owns, Some(owned)) => {
+                return Err(StartError::OwnerLock {
+                    path: owner_lock::owner_lock_path(owned.spool_dir()),
+                    source: std::io::Error::other(format!(
+                        "the ownership passed is not of this service's spool {} (owns_spool = {owns})",
+                        spool.dir().display()
+                    )),
+                });
+            }
+            (true, None) => Some(owner_lock::take(spool.dir(), &cfg.raw.holder)?.lock),
+            (false, None) => None,
+        };
+        if owner.is_some() {
+            // Safe only now: no sink of ours is open yet, and the owner
+            // lock means no other owner's sink writes into the spool.
             let swept = spool.sweep_stale_open()?;
             if swept > 0 {
                 tracing::info!(swept, "swept stale .open files at start");
@@ -273,6 +329,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             stop,
             demand,
             sink: Mutex::new(SinkState::default()),
+            owner: Mutex::new(owner),
             status_sequence: AtomicU64::new(0),
             status_written: Arc::new(Mutex::new(0)),
             epoch: now_ms(),
@@ -530,6 +587,8 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             tracing::warn!("demand events still in flight at close; the next report repairs them");
         }
         self.inner.write_status(true).await;
+        // Last: after this another process may own the spool and sweep it.
+        self.inner.release_owner();
         CloseReport {
             flush,
             lease_released,
@@ -542,6 +601,7 @@ impl<S: PackStore + Clone + 'static> Drop for Service<S> {
         // Never waits: the tasks are told to stop and aborted at their next
         // await point; a lease not released expires after its TTL.
         self.inner.stop.send_replace(true);
+        self.inner.release_owner();
         for task in self
             .tasks
             .get_mut()

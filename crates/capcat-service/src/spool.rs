@@ -5,7 +5,9 @@
 //! `.ready` file is always a whole pack and an `.open` file is always one
 //! the sink never finished. The service uploads only `.ready` files. Stale
 //! `.open` files are swept only at start and only by a service that owns
-//! the spool, because a sink may be writing one right now otherwise.
+//! the spool and holds its owner lock (`.owner.lock`, see
+//! [`crate::owner_lock`]), because a sink may be writing one right now
+//! otherwise.
 
 use std::fs;
 use std::io::Write as _;
@@ -64,6 +66,16 @@ pub struct SpoolListing {
     pub total_ready: usize,
     /// Files whose name is not `<canonical uuid>.pack.ready|open` (left alone).
     pub foreign: usize,
+}
+
+/// Whether `name` is one of the files the service itself keeps in the
+/// spool (the owner lock, the status file and its temporaries): neither a
+/// pack nor foreign.
+fn is_service_file(name: &str) -> bool {
+    name == crate::owner_lock::OWNER_LOCK_FILE_NAME
+        || name == crate::status::STATUS_FILE_NAME
+        || (name.starts_with(&format!(".{}.", crate::status::STATUS_FILE_NAME))
+            && name.ends_with(".tmp"))
 }
 
 /// A spool directory.
@@ -156,6 +168,9 @@ impl Spool {
                 listing.foreign += 1;
                 continue;
             };
+            if is_service_file(name) {
+                continue;
+            }
             if let Some(pack_id) = pack_id_of(name, READY_SUFFIX) {
                 let sealed_at = entry
                     .metadata()
@@ -264,10 +279,23 @@ mod tests {
             b"x",
         )
         .expect("odd");
+        fs::write(
+            dir.path().join(crate::owner_lock::OWNER_LOCK_FILE_NAME),
+            b"1 h\n",
+        )
+        .expect("lock file");
+        crate::status::write_status(
+            dir.path(),
+            &crate::status::StatusFile::new("h", "p", false, crate::Snapshot::default()),
+        )
+        .expect("status file");
         let listing = spool.list_ready(3).expect("list");
         assert_eq!(listing.ready.len(), 3);
         assert_eq!(listing.total_ready, 5);
-        assert_eq!(listing.foreign, 1, "a non-canonical uuid is foreign");
+        assert_eq!(
+            listing.foreign, 1,
+            "a non-canonical uuid is foreign; the owner lock and status file are not"
+        );
     }
 
     #[test]

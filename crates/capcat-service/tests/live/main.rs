@@ -10,4 +10,5 @@ mod reconcile;
 mod refuse;
 mod seeds;
 mod set_aside;
+mod spool_owner;
 mod status;
