@@ -137,8 +137,9 @@ pub struct ServiceConfig {
     /// Whether this service owns the spool. An owner takes the exclusive
     /// lock `<spool_dir>/.owner.lock` at start (a second owner on the same
     /// directory gets `StartError::SpoolBusy` at once), and only then
-    /// sweeps the stale `.open` files a crashed sink left. A service with
-    /// `owns_spool = false` takes no lock and sweeps nothing.
+    /// sweeps the stale `.open` files a crashed sink left and writes
+    /// `<spool_dir>/status.json`. A service with `owns_spool = false` takes
+    /// no lock, sweeps nothing and writes no status file.
     pub owns_spool: bool,
     /// Wait between idle cycles, and the first backoff step.
     pub poll_interval_s: f64,

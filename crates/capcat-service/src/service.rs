@@ -85,7 +85,8 @@ pub(crate) struct Inner<S> {
     pub(crate) demand: DemandPublisher,
     sink: Mutex<SinkState>,
     /// The spool's owner lock, when this service owns the spool; taken
-    /// (released) at the end of close and on drop.
+    /// (released) at the end of close and on drop. Only its holder writes
+    /// `status.json`, so two processes never overwrite each other's status.
     owner: Mutex<Option<Arc<OwnerLock>>>,
     /// The sequence number of the last snapshot taken for the status file.
     status_sequence: AtomicU64,
@@ -98,7 +99,15 @@ pub(crate) struct Inner<S> {
 }
 
 impl<S> Inner<S> {
-    /// Releases the spool's owner lock.
+    fn owner_lock(&self) -> Option<Arc<OwnerLock>> {
+        self.owner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Releases the spool's owner lock (once an in-flight status write
+    /// holding it lands).
     fn release_owner(&self) {
         self.owner
             .lock()
@@ -153,6 +162,12 @@ impl<S> Inner<S> {
     /// close's final write and show a closed service as running, and two
     /// writers would share one temporary file.
     pub(crate) async fn write_status(&self, closed: bool) {
+        // Only the spool's owner writes: a service with `owns_spool =
+        // false` shares the directory with the owner, whose status it must
+        // not overwrite. The blocking write holds the lock until it lands.
+        let Some(owner) = self.owner_lock() else {
+            return;
+        };
         let sequence = self.status_sequence.fetch_add(1, Ordering::SeqCst) + 1;
         let status = StatusFile::new(
             &self.cfg.raw.holder,
@@ -163,6 +178,7 @@ impl<S> Inner<S> {
         let dir = self.spool.dir().to_owned();
         let last_written = Arc::clone(&self.status_written);
         let written = tokio::task::spawn_blocking(move || {
+            let _owner = owner;
             let mut last = last_written
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);

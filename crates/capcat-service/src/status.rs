@@ -2,7 +2,12 @@
 //!
 //! The service writes `<spool_dir>/status.json` at start, then once per
 //! `status_interval_s` (default 1 s: each write fsyncs) from a task of its
-//! own, so a long cycle does not freeze it, and once more on close. Another process (the CLI) reads it with [`read_status`] without
+//! own, so a long cycle does not freeze it, and once more on close. Only
+//! the spool's owner (the service holding `<spool_dir>/.owner.lock`,
+//! `owns_spool = true`) writes it: a service with `owns_spool = false`
+//! shares the directory and writes nothing, so two processes never
+//! overwrite each other's status, and a drain refused on a live service's
+//! spool never touches it. Another process (the CLI) reads it with [`read_status`] without
 //! talking to the service. The write is atomic: a temporary file beside it is
 //! written, fsynced, renamed over `status.json`, and the directory fsynced,
 //! so a reader sees either the previous whole file or the new whole file,

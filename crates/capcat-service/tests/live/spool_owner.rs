@@ -57,3 +57,27 @@ async fn a_second_owner_is_refused_before_it_sweeps_a_running_services_spool() {
     assert!(!open.exists(), "the new owner sweeps the stale .open file");
     next.close().await;
 }
+
+/// A service that does not own its spool takes no lock, sweeps nothing and
+/// never writes the status file (the owner's status is not overwritten).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_service_not_owning_its_spool_writes_no_status_file() {
+    let Some(world) = harness::scenario("spool_not_owner", |raw| raw.owns_spool = false).await
+    else {
+        return;
+    };
+    let spool_dir = world.cfg.raw.spool_dir.clone();
+    let service = world.start().await;
+    let open = spool_dir.join(format!("{}{OPEN_SUFFIX}", Uuid::new_v4()));
+    std::fs::write(&open, b"another process's open pack").expect("an .open file");
+    harness::stage(service.spool(), "not_owner", 2);
+    service.flush(Duration::from_secs(20)).await.expect("flush");
+    service.close().await;
+    assert!(read_status(&spool_dir).unwrap().is_none());
+    assert!(open.exists());
+    assert!(
+        !spool_dir
+            .join(capcat_service::owner_lock::OWNER_LOCK_FILE_NAME)
+            .exists()
+    );
+}
