@@ -129,8 +129,9 @@ enum Command {
         out: PathBuf,
     },
     /// A service's status and the catalog's demand: the status file the
-    /// service writes into its spool every cycle (age, pid and whether it
-    /// runs, every snapshot counter), the spool, the catalog's published
+    /// spool's owning service writes into its spool at start, then every
+    /// status_interval_s (default 1 s) from a task of its own, and on close
+    /// (age, pid and whether it runs, every snapshot counter), the spool, the catalog's published
     /// head and the demand fold per shard. Point --spool (and --catalog,
     /// --prefix) at the service's.
     Status,

@@ -163,8 +163,9 @@ pub struct ServiceConfig {
     pub reconcile_on_start: bool,
     /// Reconcile periodically (off when absent).
     pub reconcile_interval_s: Option<f64>,
-    /// The least time between two writes of `<spool_dir>/status.json` by the
-    /// cycle loop (close always writes). Each write fsyncs, so writing on
+    /// The time between two writes of `<spool_dir>/status.json` by the
+    /// service's status task (start and close always write; only the
+    /// spool's owner writes). Each write fsyncs, so writing on
     /// every idle cycle would cost the disk twenty syncs a second at the
     /// default poll interval for a file an operator reads by hand.
     pub status_interval_s: f64,

@@ -11,8 +11,9 @@
 //! - [`owner_lock`]: the exclusive lock `<spool_dir>/.owner.lock` a
 //!   spool's owner holds for its whole life (sweeping and the status file
 //!   are the owner's alone; a second owner gets [`StartError::SpoolBusy`]).
-//! - [`status`]: the snapshot written to `<spool_dir>/status.json` once per
-//!   cycle and on close, and [`read_status`] for `capcat status`.
+//! - [`status`]: the snapshot the spool's owner writes to
+//!   `<spool_dir>/status.json` at start, every `status_interval_s` and on
+//!   close, and [`read_status`] for `capcat status`.
 //! - The catalog is capcat-clickhouse's [`Catalog`] (its one drive loop,
 //!   its [`capcat_clickhouse::LeaseHandle`]); demand events go through its
 //!   [`DemandPublisher`] (bounded slots, dropped and counted when full,

@@ -86,7 +86,7 @@ pub enum StatusError {
     },
     /// The file exists but is not a status file this version can read
     /// (truncated by hand, edited, or not JSON). The service rewrites it on
-    /// its next cycle; nothing else depends on it.
+    /// its next status write; nothing else depends on it.
     #[error("status file {path} is corrupt: {detail}")]
     Corrupt {
         /// The file.
