@@ -84,12 +84,20 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     }
 
     async fn cycle_body(&self) -> Result<(), CycleError> {
-        // 1. What is owed to the catalog goes first.
-        self.index_owed().await?;
+        // 1. What is owed to the catalog goes first. A pack refused on its
+        // own stays owed, and the cycle ends here, successful: nothing
+        // failed but that pack, which the next cycle offers again (so each
+        // cycle counts at most one refusal against it), and nothing is
+        // uploaded while something is owed.
+        if self.index_owed().await? > 0 {
+            return Ok(());
+        }
         // 2. Packs the reconciler found, then the spool: only now that
         // nothing is owed.
         self.fetch_recovered().await?;
-        self.index_owed().await?;
+        if self.index_owed().await? > 0 {
+            return Ok(());
+        }
         let spool = self.spool.clone();
         let limit = self.cfg.raw.max_packs_per_cycle;
         // Listed once per cycle: listing re-reads every pending file's name
@@ -105,8 +113,9 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             uploaded += 1;
         }
         // Whatever uploaded before a failure is indexed now, so it is owed
-        // for as short a time as possible.
-        let indexed = self.index_owed().await;
+        // for as short a time as possible. A pack refused here stays owed
+        // for the next cycle, which does not fail this one.
+        let indexed = self.index_owed().await.map(|_refused| ());
         let mut state = self.lock_state();
         state.snapshot.spool_ready = listing.total_ready - uploaded;
         state.snapshot.drained = result.is_ok()
@@ -286,13 +295,19 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     /// A batch over the budget is halved until its parts fit; a single pack
     /// over the budget is set aside at once (retrying cannot make it fit). A
     /// batch refused for its values is halved to find the culprit; a single
-    /// pack so refused is set aside after `max_index_attempts`. An outage
-    /// fails the cycle and counts against no pack.
-    async fn index_owed(&self) -> Result<(), CycleError> {
+    /// pack so refused has the refusal counted (and recorded as
+    /// `last_error`) and stays owed, and the pass goes on with the other
+    /// queued batches, so one bad pack never holds healthy ones back; after
+    /// `max_index_attempts` refusals it is set aside. An outage fails the
+    /// cycle and counts against no pack.
+    ///
+    /// Returns how many packs were refused on their own and stay owed.
+    async fn index_owed(&self) -> Result<usize, CycleError> {
         let ids: Vec<Uuid> = self.lock_state().owed.keys().copied().collect();
         if ids.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
+        let mut refused = 0;
         let budget = self.cfg.raw.index_batch_budget_bytes;
         let mut queue: VecDeque<Vec<Uuid>> = VecDeque::from([ids]);
         // Bounded: each pass either removes packs from the queue or splits a
@@ -337,17 +352,21 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                             state.set_aside(only, format!("refused {attempts} times: {detail}"));
                             continue;
                         }
-                        return Err(CycleError::IndexRefused {
+                        let error = CycleError::IndexRefused {
                             pack_id: only,
                             attempts,
                             detail,
-                        });
+                        };
+                        tracing::warn!(%error, "pack refused on its own; the others go on");
+                        state.snapshot.last_error = Some(error.to_string());
+                        refused += 1;
+                        continue;
                     }
                     self.split(&mut queue, batch, estimate);
                 }
             }
         }
-        Ok(())
+        Ok(refused)
     }
 
     fn split(&self, queue: &mut VecDeque<Vec<Uuid>>, mut batch: Vec<Uuid>, estimate: u64) {

@@ -95,6 +95,8 @@ pub enum CycleError {
         detail: String,
     },
     /// A pack was refused on its own, not yet `max_index_attempts` times.
+    /// Recorded as `last_error`; it does not fail the cycle (the pack stays
+    /// owed and the other packs are indexed).
     #[error("pack {pack_id} refused by the indexer (attempt {attempts}): {detail}")]
     IndexRefused {
         /// The pack.

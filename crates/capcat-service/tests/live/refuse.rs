@@ -8,8 +8,12 @@
 //! do not parse as (the first column, a tenant id string, as UInt64), so
 //! the real engine refuses it with its own parse error, as it
 //! refuses values it cannot take. Everything else passes through
-//! unchanged. The wrapper decides nothing for the service: it counts what
-//! it sent and, optionally, cuts the catalog right after the N-th refusal.
+//! unchanged. With [`RefusePack::refusing_any_batch`] a statement carrying
+//! the pack among others is refused the same way (the engine then refuses
+//! the whole batch, as it would a batch holding one bad row), so the
+//! service must halve to find the culprit. The wrapper decides nothing for
+//! the service: it counts what it sent and, optionally, cuts the catalog
+//! right after the N-th refusal.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -30,9 +34,11 @@ pub struct RefusePack {
     pack: Uuid,
     /// Statements carrying the pack alone that the engine refused.
     pub refused_alone: AtomicU32,
-    /// Statements carrying the pack among others (sent unchanged: a batch
-    /// with it refused would be halved, and the halves are what count).
+    /// Statements carrying the pack among others (sent unchanged unless
+    /// `any_batch`: then refused, and the halves are what count).
     pub carried_in_batches: AtomicU32,
+    /// Whether a batch carrying the pack among others is refused too.
+    any_batch: bool,
     /// Switch the catalog proxy to `Cut` right after this many refusals.
     cut_after: Option<(u32, watch::Sender<Mode>)>,
 }
@@ -48,8 +54,28 @@ impl RefusePack {
             pack,
             refused_alone: AtomicU32::new(0),
             carried_in_batches: AtomicU32::new(0),
+            any_batch: false,
             cut_after,
         }
+    }
+
+    /// Refuses every batch carrying the pack, not only the pack alone.
+    pub fn refusing_any_batch(mut self) -> Self {
+        self.any_batch = true;
+        self
+    }
+
+    /// `stmt` with its rows' structure declaring a type the tenant ids do
+    /// not parse as, so the real engine refuses it.
+    fn refused(stmt: &Statement) -> Statement {
+        assert!(
+            stmt.sql.contains(DECLARED),
+            "the descriptor parameter's declaration changed: {}",
+            stmt.sql
+        );
+        let mut refused = stmt.clone();
+        refused.sql = stmt.sql.replacen(DECLARED, REFUSED, 1);
+        refused
     }
 
     /// Whether `stmt` writes descriptors of the pack: `Some(true)` when of
@@ -74,14 +100,7 @@ impl Transport for RefusePack {
         Box::pin(async move {
             match self.carries(stmt) {
                 Some(true) => {
-                    assert!(
-                        stmt.sql.contains(DECLARED),
-                        "the descriptor parameter's declaration changed: {}",
-                        stmt.sql
-                    );
-                    let mut refused = stmt.clone();
-                    refused.sql = stmt.sql.replacen(DECLARED, REFUSED, 1);
-                    let result = self.inner.execute(&refused).await;
+                    let result = self.inner.execute(&Self::refused(stmt)).await;
                     let n = self.refused_alone.fetch_add(1, Ordering::SeqCst) + 1;
                     if let Some((after, switch)) = &self.cut_after
                         && n == *after
@@ -92,7 +111,11 @@ impl Transport for RefusePack {
                 }
                 Some(false) => {
                     self.carried_in_batches.fetch_add(1, Ordering::SeqCst);
-                    self.inner.execute(stmt).await
+                    if self.any_batch {
+                        self.inner.execute(&Self::refused(stmt)).await
+                    } else {
+                        self.inner.execute(stmt).await
+                    }
                 }
                 None => self.inner.execute(stmt).await,
             }
