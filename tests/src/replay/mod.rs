@@ -42,9 +42,11 @@
 //! `index.read_committed` and `index.insert_descriptors` together with the
 //! step before them; the exporter lists them in the step's `folded`, and
 //! the replay runs them after the step's own statement and compares them
-//! the same way. (In traces exported before `folded` existed, the rows
-//! those writes add are written by the harness with placeholder fields,
-//! [`Untested::FoldedStatement`], and the read is not replayed.) The
+//! the same way. (In traces exported before `folded` and `final_tables`
+//! existed, the rows those writes add are written by the harness,
+//! [`Untested::FoldedStatement`], and the read is not replayed; in a trace
+//! with `final_tables`, rows no statement of the step wrote are
+//! [`ReplayError::Malformed`].) The
 //! reader's statements are not in the trace: [`reader`] builds them with
 //! capcat-proto's reader machine, as the model does. A foreign writer's rows
 //! and the model's initial rows (`initial_tables`) are written by the
@@ -54,8 +56,9 @@
 //! rows compare exactly apart from time values. At the end the model's
 //! tables (`final_tables`; in older traces the union of every step's gains
 //! and the initial rows) are compared with the engine's, rows the model
-//! never landed set aside; ReplacingMergeTree tables compare as a merge
-//! leaves them.
+//! never landed set aside; in ReplacingMergeTree tables every engine row
+//! must be one of the model's (a merge only removes rows), then both
+//! compare as a merge leaves them.
 //!
 //! **Counterexamples.** The property the model says fails is then looked
 //! for on the real tables ([`Reproduction`]).
