@@ -45,10 +45,18 @@ pub fn index_error_is_outage(error: &IndexError) -> bool {
 }
 
 /// ClickHouse exception codes that refuse the values a statement carried
-/// (a parse error, a type mismatch, a query too large), as opposed to the
+/// (a parse error, a type mismatch, a value too large), as opposed to the
 /// server being unreachable, missing a table, or out of resources.
 /// Anything not listed counts as an outage, so a misconfigured or
 /// half-dropped catalog never sets packs aside.
+///
+/// The packs' values travel only as query parameters (the descriptor rows
+/// are one TabSeparated `String` parameter parsed by `format()`), never in
+/// the SQL text, and the text is the protocol's own. So SYNTAX_ERROR (62),
+/// TOO_BIG_AST (167) and TOO_DEEP_AST (168) can no longer be caused by a
+/// pack, however large (max_query_size bounds the text, which no value
+/// enters): they mean the statement itself is wrong, an outage that must
+/// not set packs aside, and are not listed.
 pub const VALUE_REFUSAL_CODES: &[u32] = &[
     6,   // CANNOT_PARSE_TEXT
     26,  // CANNOT_PARSE_QUOTED_STRING
@@ -57,16 +65,19 @@ pub const VALUE_REFUSAL_CODES: &[u32] = &[
     41,  // CANNOT_PARSE_DATETIME
     43,  // ILLEGAL_TYPE_OF_ARGUMENT
     53,  // TYPE_MISMATCH
-    62,  // SYNTAX_ERROR (a query over max_query_size)
     69,  // ARGUMENT_OUT_OF_BOUND
     72,  // CANNOT_PARSE_NUMBER
     131, // TOO_LARGE_STRING_SIZE
-    167, // TOO_BIG_AST
-    168, // TOO_DEEP_AST
+    321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE: a value outside its column's type.
     376, // CANNOT_PARSE_UUID
-    457, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+    // BAD_QUERY_PARAMETER: a parameter's value does not parse as its
+    // declared type. The only parameters that carry pack data are the
+    // descriptor rows, so this refuses the packs' values and counts against
+    // them (halving finds the culprit; a renderer bug refusing every batch
+    // would show as every pack refused alone, named in rejected_packs,
+    // still in the store and recoverable by reconcile).
+    457,
 ];
-
 /// Whether a statement failure is an outage: everything but a server
 /// exception refusing the statement's values.
 #[must_use]
@@ -94,6 +105,19 @@ mod tests {
             message: "Cannot parse input".into(),
         };
         assert!(!index_error_is_outage(&statement(refused)));
+        for code in [321, 457] {
+            let refused = Failure::Server {
+                code,
+                message: "a value the engine refused".into(),
+            };
+            assert!(!index_error_is_outage(&statement(refused)), "{code}");
+        }
+        // SYNTAX_ERROR: no value enters the SQL text, so it is never the
+        // packs' fault.
+        assert!(index_error_is_outage(&statement(Failure::Server {
+            code: 62,
+            message: "Syntax error".into(),
+        })));
         for outage in [
             Failure::Timeout,
             Failure::Transport {
