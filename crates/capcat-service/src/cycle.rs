@@ -431,6 +431,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                 Ok(lease) => {
                     tracing::info!(lease_id = %lease.lease().lease_id, "publisher lease re-acquired");
                     *guard = Some(lease);
+                    self.lease_held.store(true, Ordering::SeqCst);
                 }
                 Err(error) => return Err(IndexFailure::Outage(format!("lease: {error}"))),
             }
@@ -450,6 +451,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                         | CatalogError::Released { .. }
                 ) {
                     *guard = None;
+                    self.lease_held.store(false, Ordering::SeqCst);
                 }
                 if catalog_error_is_outage(&error) {
                     Err(IndexFailure::Outage(error.to_string()))
@@ -490,6 +492,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                         // Taken over or expired: the next publish acquires
                         // it again (or finds it held and waits).
                         *guard = None;
+                        self.lease_held.store(false, Ordering::SeqCst);
                     }
                     tracing::warn!(%error, "lease renewal failed");
                     let mut state = self.lock_state();

@@ -1,7 +1,7 @@
 //! [`Service`]: start, the sink, flush, close, snapshot.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -75,6 +75,11 @@ pub(crate) struct Inner<S> {
     /// query, and by the keep-alive while it renews, so they serialize.
     /// `None` after the lease was lost (the next publish acquires it again).
     pub(crate) lease: tokio::sync::Mutex<Option<LeaseHandle>>,
+    /// Whether `lease` holds a lease: set wherever `lease` changes, under
+    /// its lock, so a snapshot reads the real state without waiting for a
+    /// renewal or publish that holds the lock (possibly while re-acquiring
+    /// a lost lease).
+    pub(crate) lease_held: AtomicBool,
     /// One cycle at a time.
     pub(crate) cycle_lock: tokio::sync::Mutex<()>,
     /// Bumped after every cycle and every reconcile pass.
@@ -144,8 +149,7 @@ impl<S> Inner<S> {
             })
             .collect();
         drop(state);
-        // A renewal or publish in progress holds the lock: it holds a lease.
-        snapshot.lease_held = self.lease.try_lock().map_or(true, |l| l.is_some());
+        snapshot.lease_held = self.lease_held.load(Ordering::SeqCst);
         snapshot.demand = DemandCounters::from(self.demand.counters());
         snapshot
     }
@@ -339,6 +343,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             spool,
             state: Mutex::new(State::default()),
             lease: tokio::sync::Mutex::new(Some(lease)),
+            lease_held: AtomicBool::new(true),
             cycle_lock: tokio::sync::Mutex::new(()),
             progress,
             wake: Notify::new(),
@@ -581,7 +586,11 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
                 abort.abort();
             }
         }
-        let lease = self.inner.lease.lock().await.take();
+        let lease = {
+            let mut guard = self.inner.lease.lock().await;
+            self.inner.lease_held.store(false, Ordering::SeqCst);
+            guard.take()
+        };
         let lease_released = match lease {
             Some(mut lease) => match lease.release().await {
                 Ok(()) => true,

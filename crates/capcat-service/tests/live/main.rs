@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub, missing_debug_implementations)]
 
 mod harness;
+mod lease_state;
 mod reconcile;
 mod refuse;
 mod seeds;
