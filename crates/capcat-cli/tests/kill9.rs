@@ -105,6 +105,7 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
     let mut torn: BTreeSet<uuid::Uuid> = BTreeSet::new();
     let mut seen: BTreeSet<uuid::Uuid> = BTreeSet::new();
     let mut killed = 0;
+    let mut mid_seal_kills = 0;
     for i in 0..runs {
         let run = format!("kill9-{i}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_capcat"))
@@ -137,6 +138,7 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();
                 killed += 1;
+                mid_seal_kills += u32::from(torn_now);
                 break if torn_now {
                     format!("SIGKILL mid-seal at {:?}", spawned.elapsed())
                 } else {
@@ -165,6 +167,15 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
         seen.extend(open.iter().copied());
         torn.extend(open);
         sealed_by_run.insert(run, sealed);
+    }
+    // Floors: a test that killed nothing, or whose runs sealed nothing,
+    // checked nothing.
+    assert!(killed > 0, "no run was killed: nothing was recovered");
+    if runs >= 3 {
+        assert!(
+            mid_seal_kills > 0,
+            "no run was killed mid-seal (an .open file showing): the sweep was not exercised"
+        );
     }
     let before_drain = on_disk(dir);
     let waiting = before_drain.ready.len();
@@ -244,8 +255,12 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
         recovered_records += found.values().sum::<u64>();
     }
     let sealed_total: usize = sealed_by_run.values().map(BTreeSet::len).sum();
+    assert!(
+        sealed_total > 0,
+        "no run sealed a pack: the recovery was not exercised"
+    );
     println!(
-        "kill9 figures: {runs} runs, {killed} killed; {sealed_total} packs sealed \
+        "kill9 figures: {runs} runs, {killed} killed ({mid_seal_kills} mid-seal); {sealed_total} packs sealed \
          ({recovered_records} records) all queryable once and byte-identical; \
          {waiting} packs waited in the spool for the drain; {} packs torn mid-seal and swept; \
          {:.1?} in all (kills {killing:.1?}, drain {draining:.1?}, verification {:.1?})",
