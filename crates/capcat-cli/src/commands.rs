@@ -14,7 +14,7 @@ use capcat_proto::CaptureDescriptor;
 use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
-use capcat_service::{CatalogClient, Service, ServiceConfig, StartError, ValidConfig};
+use capcat_service::{Catalog, Service, ServiceConfig, StartError, ValidConfig};
 use uuid::Uuid;
 
 use crate::target::{CatalogTarget, StoreTarget};
@@ -94,10 +94,10 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<CatalogClient, CliError> {
+fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<Catalog, CliError> {
     let transport: Arc<dyn Transport> =
         target.open(cfg.catalog_request_timeout, cfg.catalog_connect_timeout)?;
-    Ok(CatalogClient::new(
+    Ok(Catalog::new(
         transport,
         cfg.tables.clone(),
         cfg.protocol.clone(),
@@ -170,7 +170,7 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     Ok(())
 }
 
-async fn head_watermark(catalog: &CatalogClient) -> Result<u64, CliError> {
+async fn head_watermark(catalog: &Catalog) -> Result<u64, CliError> {
     let rows = catalog
         .transport()
         .execute(&capcat_proto::reader::pin_watermark(catalog.tables()))
@@ -557,7 +557,7 @@ pub(crate) async fn start_waiting_for_lease(
     cfg: ValidConfig,
     ownership: Option<capcat_service::SpoolOwnership>,
     store: AnyStore,
-    catalog: CatalogClient,
+    catalog: Catalog,
     wait: Duration,
 ) -> Result<Service<AnyStore>, CliError> {
     let until = Instant::now() + wait;
@@ -589,7 +589,7 @@ pub(crate) async fn start_waiting_for_lease(
 
 async fn run_service(
     cfg: ValidConfig,
-    catalog: CatalogClient,
+    catalog: Catalog,
     store: AnyStore,
     wait: Duration,
     work: impl FnOnce(&Service<AnyStore>) -> Result<(), CliError>,

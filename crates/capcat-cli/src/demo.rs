@@ -8,7 +8,7 @@ use capcat_pack::{InMemory, RecordLocator, Sha256Digest, hydrate};
 use capcat_proto::CaptureDescriptor;
 use capcat_proto::reader::{PageSize, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, PackKey, PackStore};
-use capcat_service::{CatalogClient, ServiceConfig, Spool, ValidConfig};
+use capcat_service::{Catalog, ServiceConfig, Spool, ValidConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use uuid::Uuid;
 
@@ -105,7 +105,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
     let store = AnyStore::from(
         capcat_s3::LocalStore::open(store_path).map_err(|e| CliError::Other(e.to_string()))?,
     );
-    let catalog = CatalogClient::new(transport, config.tables.clone(), config.protocol.clone());
+    let catalog = Catalog::new(transport, config.tables.clone(), config.protocol.clone());
     if options.verify_only {
         return verify_only(&catalog, &store, &config, &options).await;
     }
@@ -289,7 +289,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
 /// each pack found with its record count (`pack <id> <count> records`), so
 /// a caller can compare with the packs it saw sealed.
 async fn verify_only(
-    catalog: &CatalogClient,
+    catalog: &Catalog,
     store: &AnyStore,
     config: &ValidConfig,
     options: &DemoOptions,
@@ -341,7 +341,7 @@ fn filter(run: &str) -> SearchFilter {
 /// Every record of the run (optionally with a tensor-name prefix and
 /// dtype), page by page at one pinned watermark.
 async fn search_all(
-    catalog: &CatalogClient,
+    catalog: &Catalog,
     run: &str,
     narrow: Option<(&str, &str)>,
 ) -> Result<Vec<CaptureDescriptor>, CliError> {

@@ -10,11 +10,6 @@ pub use capcat_clickhouse::Catalog;
 use capcat_clickhouse::CatalogError;
 use capcat_proto::{Failure, IndexError};
 
-/// The catalog the service publishes to: capcat-clickhouse's [`Catalog`].
-/// The name is kept from when the service carried its own client, so
-/// callers that spell it keep building; new code should name [`Catalog`].
-pub type CatalogClient = Catalog;
-
 /// Whether a failed index pass is an outage that counts against no pack:
 /// everything but an index error refusing the packs' values (see
 /// [`index_error_is_outage`]). A released or lost lease, a machine that ran

@@ -17,7 +17,7 @@
 //! - The catalog is capcat-clickhouse's [`Catalog`] (its one drive loop,
 //!   its [`capcat_clickhouse::LeaseHandle`]); demand events go through its
 //!   [`DemandPublisher`] (bounded slots, dropped and counted when full,
-//!   drained on close). [`CatalogClient`] is the old name of [`Catalog`].
+//!   drained on close).
 //!
 //! `docs/operations.md` describes running it.
 
@@ -39,7 +39,7 @@ mod status_writer;
 
 pub use backoff::Backoff;
 pub use capcat_clickhouse::demand::DemandPublisher;
-pub use catalog::{Catalog, CatalogClient};
+pub use catalog::Catalog;
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
 pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
