@@ -50,7 +50,7 @@ use std::fmt::Write as _;
 
 use uuid::Uuid;
 
-use crate::statement::{Param, Settings, Statement};
+use crate::statement::{Param, Settings, Statement, escape_text};
 use crate::tables::Tables;
 
 /// What a descriptor column is for. Decides whether it may differ between two
@@ -204,12 +204,8 @@ pub const MAX_DESCRIPTOR_PARAM_BYTES: usize = 256 * 1024;
 /// Exact: the sum over a chunk's rows is the length of
 /// [`Param::Descriptors`]'s text.
 pub fn descriptor_param_bytes(row: &CaptureDescriptor) -> usize {
-    let line = row.to_tsv_row();
-    let escaped = line
-        .bytes()
-        .filter(|b| matches!(b, b'\\' | b'\t' | b'\n'))
-        .count();
-    line.len() + escaped + 2
+    // The newline that ends the row is escaped to two characters.
+    escape_text(&row.to_tsv_row()).len() + 2
 }
 
 /// Splits `rows` into consecutive chunks of at most `max_rows` rows and at

@@ -126,7 +126,7 @@ fn quote(s: &str) -> String {
 }
 
 /// A top-level string parameter in ClickHouse's escaped text format.
-fn escape_text(s: &str) -> String {
+pub(crate) fn escape_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
