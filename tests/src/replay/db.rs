@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use capcat_chdb::{Engine, Request};
-use capcat_clickhouse::transport::{RESULT_FORMAT, decode_rows};
+use capcat_clickhouse::transport::{decode_rows, request_for};
 use capcat_proto::schema::create_schema;
 use capcat_proto::{Expect, Rows, Statement, Tables};
 use uuid::Uuid;
@@ -145,19 +145,7 @@ impl TraceDb {
     /// Runs a capcat-proto statement the harness built (schema, reader,
     /// harness-written descriptors) and decodes its rows.
     pub fn run_proto(&self, stmt: &Statement) -> Result<Rows, String> {
-        let format = match stmt.expect {
-            Expect::Rows(_) => RESULT_FORMAT,
-            Expect::Nothing => "TabSeparated",
-        };
-        let request = stmt
-            .params
-            .iter()
-            .fold(self.request(&stmt.sql), |r, (name, value)| {
-                r.param(name.clone(), value.to_text())
-            })
-            .select_sequential_consistency(stmt.settings.select_sequential_consistency)
-            .max_execution_time_s(stmt.settings.max_execution_time_s)
-            .format(format);
+        let request = request_for(stmt).database(&self.database);
         let out = self.engine.execute(&request).map_err(|e| e.to_string())?;
         match &stmt.expect {
             Expect::Nothing => Ok(Rows::empty()),

@@ -40,7 +40,10 @@ impl Embedded {
 
 /// The capcat-chdb request for `stmt`: the SQL unchanged, every parameter in
 /// its text form, the statement's settings, and the strict result format.
-pub(crate) fn request_for(stmt: &Statement) -> Request {
+/// Public so a harness that runs statements on an engine of its own (the
+/// trace replay, in a database per trace) builds them exactly as this
+/// transport does.
+pub fn request_for(stmt: &Statement) -> Request {
     let format = match stmt.expect {
         Expect::Rows(_) => RESULT_FORMAT,
         Expect::Nothing => "TabSeparated",

@@ -27,7 +27,7 @@ use capcat_proto::{Failure, Rows, Statement};
 
 pub use counting::{Counting, StatementCount};
 pub use decode::{RESULT_FORMAT, decode_rows};
-pub use embedded::Embedded;
+pub use embedded::{Embedded, request_for};
 pub use exception::{TIMEOUT_EXCEEDED, failure_from_exception};
 pub use http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Http, HttpError, HttpOptions};
 
