@@ -417,7 +417,7 @@ impl Replay<'_> {
                     let mut tables: BTreeSet<String> =
                         self.client(step, stmt)?.into_iter().collect();
                     for (folded, predicted) in &step.folded {
-                        tables.extend(self.folded(step, folded, predicted)?);
+                        tables.extend(self.run_whole(step, folded, predicted)?);
                     }
                     tables
                 }
@@ -473,11 +473,11 @@ impl Replay<'_> {
         step: &TraceStep,
         stmt: &TraceStatement,
     ) -> Result<Option<String>, ReplayError> {
-        let target = stmt
-            .insert_target()
-            .and_then(|t| self.db.model_name(t))
-            .map(str::to_owned);
         if step.predicted.get("sent").is_some() {
+            let target = stmt
+                .insert_target()
+                .and_then(|t| self.db.model_name(t))
+                .map(str::to_owned);
             self.flights.push(Flight {
                 publisher: step.publisher().unwrap_or_default().to_owned(),
                 key: stmt.key.clone(),
@@ -491,51 +491,16 @@ impl Replay<'_> {
             });
             return Ok(None);
         }
-        let sql = self.sql_of(stmt);
-        let in_window = self.in_window(&sql);
-        let sent = wall_ns();
-        let rows = self
-            .db
-            .run_trace(stmt, &sql)
-            .map_err(|e| self.engine_error(step, &sql, e))?;
-        let returned = wall_ns();
-        if let Some(columns) = &stmt.columns {
-            let boundary = sql.contains("now64(") && near_expiry(self.expiries(), sent, returned);
-            self.compare_read(
-                step,
-                &step.predicted,
-                &sql,
-                columns,
-                rows,
-                in_window,
-                boundary,
-            )?;
-            return Ok(None);
-        }
-        // An unconditional INSERT, run atomically in the model too.
-        let Some(table) = target else {
-            return Ok(None);
-        };
-        let landed = self.refresh(step, &table)?;
-        if table == "pack_inventory_raw"
-            && let (Some(v), Some(id)) = (stmt.param("index_version"), stmt.param("publish_id"))
-        {
-            self.observed
-                .inventory_writes
-                .push((v.to_owned(), id.to_owned(), step.index));
-        }
-        if step.predicted.get("ran").is_some() {
-            self.compare_landed(step, &sql, &table, &landed)?;
-        }
-        Ok(Some(table))
+        self.run_whole(step, stmt, &step.predicted)
     }
 }
 
 impl Replay<'_> {
-    /// A statement the model ran within a client step besides the step's
-    /// own (the index pass's read of the replay guard, its descriptor
-    /// writes): run after it, compared like it. Returns the table it wrote.
-    fn folded(
+    /// A statement run whole and compared with `predicted`: a client step's
+    /// own statement when it is not a conditional INSERT, or one the model
+    /// ran within the step besides it (the index pass's read of the replay
+    /// guard, its descriptor writes). Returns the table it wrote.
+    fn run_whole(
         &mut self,
         step: &TraceStep,
         stmt: &TraceStatement,
@@ -562,6 +527,13 @@ impl Replay<'_> {
             return Ok(None);
         };
         let landed = self.refresh(step, &table)?;
+        if table == "pack_inventory_raw"
+            && let (Some(v), Some(id)) = (stmt.param("index_version"), stmt.param("publish_id"))
+        {
+            self.observed
+                .inventory_writes
+                .push((v.to_owned(), id.to_owned(), step.index));
+        }
         if predicted.get("ran").is_some() {
             self.compare_landed(step, &sql, &table, &landed)?;
         }
