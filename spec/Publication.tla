@@ -20,13 +20,15 @@
 (*    its execution cap (start + Cap), where KillAtCap may end it with    *)
 (*    nothing landed.                                                      *)
 (*  - Unguarded single-row statements (claims, reads) are atomic steps.   *)
-(*  - Client-side processing takes no server time: Tick is disabled while *)
-(*    a publisher has a client step pending between its lease claim and   *)
-(*    its watermark statement. A real client stall there longer than     *)
-(*    Ttl - 2 * Cap reopens the takeover window; this model does not      *)
-(*    represent it. It narrows the gap, it does not close it.            *)
-(*  - Descriptor rows, chunking, schema and jitter values are not         *)
-(*    modelled; a contested version is simply retried at a higher one.    *)
+(*  - The server clock is free: Tick may happen between any two steps,   *)
+(*    including between a renewal's claim and its read-back and before    *)
+(*    each guarded statement, so a client may stall for any time.         *)
+(*  - LEASE_FENCE asks for the head to outlive now plus the cap (the      *)
+(*    margin), so a statement that passes it lands before the lease       *)
+(*    expires; the claim read-back refuses while any other lease is live. *)
+(*  - Descriptor rows are one row per (pack, version) allocated; chunking,*)
+(*    schema and jitter values are not modelled; a contested version is   *)
+(*    simply retried at a higher one.                                     *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
@@ -47,7 +49,8 @@ Designs == {"Shipped", "BarrierOnly", "PostWriteCheck", "TwoSubqueryFence",
             "CountOnlyReadBack", "MembershipOnVersionAlone",
             "UnfencedRelease", "FreshLeaseIdOnReacquire", "NoExecutionCap",
             "CapAtLeastTtl", "InventoryBeforePublish",
-            "ContestedTermTakenAtOnce"}
+            "ContestedTermTakenAtOnce", "MarginlessFence", "OwnTermReadBack",
+            "RowsAboveWatermark"}
 
 ASSUME /\ Design \in Designs
        /\ Ttl \in Nat /\ Cap \in Nat /\ MaxTime \in Nat
@@ -63,6 +66,7 @@ VARIABLES
     manifest,     \* {p}_snapshot_manifest: [v, pid, pack]
     watermark,    \* {p}_index_watermark: [v, pid]
     inventory,    \* {p}_pack_inventory_raw: packs
+    desc,         \* {p}_capture_raw, projected: [pack, v]
     inflight,     \* guarded statements issued and not yet completed
     pub,          \* each publisher's local state (lost on a crash)
     rd,           \* each reader's pinned snapshot
@@ -76,7 +80,7 @@ VARIABLES
     usurped,      \* history: a row landed above a live head of another lid
     selfLockout   \* history: a holder was refused by its own live lease
 
-vars == <<now, claims, lease, manifest, watermark, inventory, inflight, pub,
+vars == <<now, claims, lease, manifest, watermark, inventory, desc, inflight, pub,
           rd, nextId, crashes, foreign, foreignWm, reports, owners,
           fencedLanded, usurped, selfLockout>>
 
@@ -94,12 +98,6 @@ Pcs == {"idle", "lease_claim", "lease_readback", "alloc_head", "alloc_claim",
         "manifest_wait", "watermark", "watermark_wait", "readback",
         "inventory", "done", "release_wait", "released", "exhausted"}
 Modes == {"acquire", "renew"}
-\* A publisher owes its next client step inside the timed window that
-\* starts when its renewal's claim row is stamped and ends when its
-\* watermark statement is issued. Client steps take no server time, so the
-\* clock does not tick while one is owed (see the module comment).
-Prompt(l) == \/ l.pc = "lease_readback" /\ l.mode = "renew"
-             \/ l.pc \in {"manifest", "watermark"}
 
 Max(S) == IF S = {} THEN 0 ELSE CHOOSE x \in S : \A y \in S : y <= x
 
@@ -109,11 +107,12 @@ EffCap == CASE Design = "NoExecutionCap" -> MaxTime + 1
           []   Design = "CapAtLeastTtl"  -> Ttl
           []   OTHER                     -> Cap
 
-\* LEASE_FENCE reads ORDER BY term DESC, lease_id DESC LIMIT 1: the head.
+\* LEASE_ORDER is term DESC, lease_id DESC, expires_at_ns DESC: the head.
 HeadTerm == Max({r.term : r \in lease})
 AtTerm(t) == {r \in lease : r.term = t}
 Head == CHOOSE r \in AtTerm(HeadTerm) :
-            \A o \in AtTerm(HeadTerm) : o.lid <= r.lid
+            \A o \in AtTerm(HeadTerm) :
+                o.lid < r.lid \/ (o.lid = r.lid /\ o.exp <= r.exp)
 HasHead == lease # {}
 Contested == Cardinality(AtTerm(HeadTerm)) > 1
 HeadLive == HasHead /\ Head.exp > now
@@ -122,8 +121,15 @@ HeadLive == HasHead /\ Head.exp > now
 \* at it has expired: a claimant that read itself back as sole before a
 \* late rival claim landed may still have a statement in flight.
 TermLive == \E r \in AtTerm(HeadTerm) : r.exp > now
-\* capcat_proto's LEASE_FENCE: the head is this lease and has not expired.
+\* Ground truth: the head is this lease and has not expired.
 FenceTrue(lid) == HeadLive /\ Head.lid = lid
+\* capcat_proto's LEASE_FENCE: the head is this lease and outlives now plus
+\* the margin (the cap; the model's engine kills exactly at the cap). The
+\* rejected MarginlessFence asks only that it be live now.
+Margin == CASE Design = "MarginlessFence" -> 0
+          []   Design = "CapAtLeastTtl"   -> Ttl
+          []   OTHER                      -> Cap
+FencePasses(lid) == HasHead /\ Head.lid = lid /\ Head.exp > now + Margin
 \* capcat_proto's VERSION_BARRIER: ifNull(max(index_version), 0) < V.
 MaxWatermark == Max({w.v : w \in watermark})
 BarrierTrue(v) == MaxWatermark < v
@@ -143,6 +149,13 @@ Pairs(m, w) == /\ m.v = w.v
 Members(W) == {m.pack : m \in {m2 \in manifest :
                    \E w \in watermark : w.v <= W /\ Pairs(m2, w)}}
 Visible(pack) == pack \in Members(MaxWatermark)
+\* What a pinned read at W returns: per member pack, the version of the
+\* descriptor row argMax resolves to, among rows at or below W (any row in
+\* the rejected RowsAboveWatermark).
+RowBound(v, W) == Design = "RowsAboveWatermark" \/ v <= W
+Resolved(W) == {[pack |-> k,
+                 v |-> Max({d.v : d \in {e \in desc : e.pack = k /\ RowBound(e.v, W)}})] :
+                k \in Members(W)}
 
 Fresh(n) == nextId + n <= MaxId + 1
 
@@ -161,6 +174,7 @@ TypeOK ==
     /\ manifest \subseteq [v : Versions, pid : Ids, pack : Packs]
     /\ watermark \subseteq [v : Versions, pid : Ids]
     /\ inventory \subseteq Packs
+    /\ desc \subseteq [pack : Packs, v : Versions]
     /\ \A s \in inflight :
            /\ s.owner \in Publishers /\ s.inc \in 0..MaxCrashes
            /\ s.kind \in Kinds /\ s.phase \in {"issued", "half", "evaluated"}
@@ -175,7 +189,9 @@ TypeOK ==
            /\ pub[p].cid \in 0..MaxId /\ pub[p].v \in 0..MaxVersion
            /\ pub[p].pid \in 0..MaxId /\ pub[p].inc \in 0..MaxCrashes
     /\ rd \in [Readers -> [pinned : BOOLEAN, w : 0..MaxVersion,
-                           members : SUBSET Packs, reread : SUBSET Packs]]
+                           members : SUBSET Packs, reread : SUBSET Packs,
+                           rows : SUBSET [pack : Packs, v : 0..MaxVersion],
+                           rereadRows : SUBSET [pack : Packs, v : 0..MaxVersion]]]
     /\ nextId \in 1..(MaxId + 1)
     /\ crashes \in 0..MaxCrashes /\ foreign \in 0..MaxForeign
     /\ foreignWm \in BOOLEAN
@@ -188,10 +204,11 @@ TypeOK ==
 Init ==
     /\ now = 0
     /\ claims = {} /\ lease = {} /\ manifest = {} /\ watermark = {}
-    /\ inventory = {} /\ inflight = {}
+    /\ inventory = {} /\ desc = {} /\ inflight = {}
     /\ pub = [p \in Publishers |-> LocalInit(p, 0)]
     /\ rd = [r \in Readers |-> [pinned |-> FALSE, w |-> 0,
-                                members |-> {}, reread |-> {}]]
+                                members |-> {}, reread |-> {},
+                                rows |-> {}, rereadRows |-> {}]]
     /\ nextId = 1 /\ crashes = 0 /\ foreign = 0 /\ foreignWm = FALSE
     /\ reports = {} /\ owners = {}
     /\ fencedLanded = FALSE /\ usurped = FALSE /\ selfLockout = FALSE
@@ -202,10 +219,9 @@ Init ==
 (* in model-check (no capcat-proto machine reads a clock).                *)
 Tick ==
     /\ now < MaxTime
-    /\ \A p \in Publishers : ~Prompt(pub[p])
     /\ \A s \in inflight : now < s.start + EffCap
     /\ now' = now + 1
-    /\ UNCHANGED <<claims, lease, manifest, watermark, inventory, inflight,
+    /\ UNCHANGED <<desc, claims, lease, manifest, watermark, inventory, inflight,
                    pub, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
@@ -252,7 +268,7 @@ ReadLeaseHead(p) ==
                   \* A plain refusal of a publisher holding nothing changes
                   \* nothing: it is not a step.
                   /\ (claim \/ l.lid # NoLid \/ ownLive \/ mode = "renew")
-       /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+       /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped>>
 
@@ -272,7 +288,7 @@ ClaimLease(p) ==
        /\ AppendLease([term |-> l.term, lid |-> l.lid, holder |-> p,
                        inc |-> l.inc, exp |-> now + Ttl])
        /\ pub' = [pub EXCEPT ![p].pc = "lease_readback"]
-       /\ UNCHANGED <<now, claims, manifest, watermark, inventory, inflight,
+       /\ UNCHANGED <<desc, now, claims, manifest, watermark, inventory, inflight,
                       rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, selfLockout>>
 
@@ -282,14 +298,21 @@ ClaimLease(p) ==
 (* goes on to its manifest. Mirrors capcat_proto::lease.                  *)
 ReadBackLease(p) ==
     LET l == pub[p]
-        sole == Cardinality(AtTerm(l.term)) = 1
-                /\ \A r \in AtTerm(l.term) : r.lid = l.lid
+        \* CLAIM_READ_BACK: rows at or above the term, and every live row of
+        \* another lease; the seed's read-back saw the claimed term only.
+        seen == IF Design \in {"OwnTermReadBack", "ContestedTermTakenAtOnce"}
+                THEN AtTerm(l.term)
+                ELSE {r \in lease : \/ r.term >= l.term
+                                     \/ /\ r.lid # l.lid /\ r.exp > now
+                                        /\ ~\E t \in lease : t.lid = r.lid /\ t.exp = 0}
+        sole == /\ \E r \in seen : r.lid = l.lid
+                /\ \A r \in seen : r.lid = l.lid
     IN /\ l.pc = "lease_readback"
        /\ pub' = IF sole
                  THEN [pub EXCEPT ![p].pc = IF l.mode = "renew" THEN "manifest"
                                             ELSE "alloc_head"]
                  ELSE [pub EXCEPT ![p].pc = "idle", ![p].lid = NoLid]
-       /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+       /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
@@ -301,7 +324,7 @@ ReadVersionHead(p) ==
        /\ pub' = [pub EXCEPT ![p].pc = IF seen < MaxVersion /\ Fresh(1)
                                        THEN "alloc_claim" ELSE "exhausted",
                              ![p].vseen = seen]
-       /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+       /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
@@ -318,7 +341,7 @@ ClaimVersion(p) ==
                /\ nextId' = nextId + 1
           ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
                /\ UNCHANGED <<claims, nextId>>
-    /\ UNCHANGED <<now, lease, manifest, watermark, inventory, inflight, rd,
+    /\ UNCHANGED <<desc, now, lease, manifest, watermark, inventory, inflight, rd,
                    crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
@@ -334,6 +357,8 @@ ReadBackVersion(p) ==
                           THEN "early_inventory" ELSE "renew"]
        /\ owners' = IF sole THEN owners \cup {[v |-> l.v, cid |-> l.cid]}
                     ELSE owners
+       \* index.insert_descriptors: the pack's rows at V, inert until paired.
+       /\ desc' = IF sole THEN desc \cup {[pack |-> p, v |-> l.v]} ELSE desc
        /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports,
                       fencedLanded, usurped, selfLockout>>
@@ -355,7 +380,7 @@ IssueManifest(p) ==
                /\ nextId' = nextId + 1
           ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
                /\ UNCHANGED <<inflight, nextId>>
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
@@ -365,7 +390,7 @@ IssueWatermark(p) ==
     /\ pub[p].pc = "watermark"
     /\ inflight' = inflight \cup {Statement(p, "watermark", pub[p].pid)}
     /\ pub' = [pub EXCEPT ![p].pc = "watermark_wait"]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
@@ -381,11 +406,16 @@ EvaluateGuard(s) ==
                            !.lidOk = HasHead /\ Head.lid = s.lid,
                            !.fenceOk = FenceTrue(s.lid)]
         second == [s EXCEPT !.phase = "evaluated",
-                            !.pass = barrier /\ s.lidOk /\ HeadLive,
+                            !.pass = barrier /\ s.lidOk /\ HasHead
+                                     /\ Head.exp > now + Margin,
                             !.fenceOk = s.fenceOk /\ FenceTrue(s.lid)]
         whole == [s EXCEPT !.phase = "evaluated",
                            !.pass = barrier /\ (~HasFence(s.kind)
-                                                \/ FenceTrue(s.lid)),
+                                                \/ FencePasses(s.lid))
+                                    \* MANIFEST_COMPLETE on the watermark.
+                                    /\ (s.kind # "watermark"
+                                        \/ \E m \in manifest :
+                                               m.v = s.v /\ m.pid = s.pid),
                            !.fenceOk = FenceTrue(s.lid),
                            !.term = IF s.kind = "release"
                                     THEN HeadTerm + 1 ELSE 0]
@@ -395,7 +425,7 @@ EvaluateGuard(s) ==
        /\ s.phase # "evaluated"
        /\ s.kind = "release" => HeadTerm + 1 <= MaxTerm
        /\ inflight' = (inflight \ {s}) \cup {s2}
-       /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, pub,
+       /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, pub,
                       rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
@@ -428,12 +458,12 @@ LandRows(s) ==
                     THEN watermark \cup {[v |-> s.v, pid |-> s.pid]}
                     ELSE watermark
     /\ IF s.pass /\ s.kind = "release"
-          THEN AppendLease([term |-> s.term, lid |-> NoLid, holder |-> s.owner,
-                            inc |-> s.inc, exp |-> now])
+          THEN AppendLease([term |-> s.term, lid |-> s.lid, holder |-> s.owner,
+                            inc |-> s.inc, exp |-> 0])
           ELSE UNCHANGED <<lease, usurped>>
     /\ fencedLanded' = (fencedLanded \/ (s.pass /\ ~s.fenceOk))
     /\ Complete(s, FALSE)
-    /\ UNCHANGED <<now, claims, inventory, rd, nextId, crashes, foreign, foreignWm,
+    /\ UNCHANGED <<desc, now, claims, inventory, rd, nextId, crashes, foreign, foreignWm,
                    reports, owners, selfLockout>>
 
 (* The server kills a statement at its max_execution_time: nothing lands *)
@@ -443,7 +473,7 @@ KillAtCap(s) ==
     /\ now >= s.start + EffCap
     /\ inflight' = inflight \ {s}
     /\ Complete(s, TRUE)
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
@@ -477,7 +507,7 @@ ReadBackPublish(p) ==
                      []   OTHER -> "idle",
                              ![p].lid = IF outcome = "LeaseLost" THEN NoLid
                                         ELSE l.lid]
-       /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+       /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, owners,
                       fencedLanded, usurped, selfLockout>>
 
@@ -489,7 +519,7 @@ WriteInventory(p) ==
     /\ inventory' = inventory \cup {p}
     /\ pub' = [pub EXCEPT ![p].pc = IF pub[p].pc = "inventory" THEN "done"
                                     ELSE "renew"]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inflight, rd,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inflight, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
@@ -502,7 +532,7 @@ IssueRelease(p) ==
     /\ pub[p].lid # NoLid
     /\ inflight' = inflight \cup {Statement(p, "release", 0)}
     /\ pub' = [pub EXCEPT ![p].pc = "release_wait"]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory, rd,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
@@ -512,8 +542,10 @@ PinWatermark(r) ==
     /\ ~rd[r].pinned
     /\ rd' = [rd EXCEPT ![r] = [pinned |-> TRUE, w |-> MaxWatermark,
                                 members |-> Members(MaxWatermark),
-                                reread |-> Members(MaxWatermark)]]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+                                reread |-> Members(MaxWatermark),
+                                rows |-> Resolved(MaxWatermark),
+                                rereadRows |-> Resolved(MaxWatermark)]]
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                    inflight, pub, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
@@ -521,9 +553,10 @@ PinWatermark(r) ==
 (* Mirrors capcat_proto::reader (membership pairing at pinned W).         *)
 ReReadSnapshot(r) ==
     /\ rd[r].pinned
-    /\ rd[r].reread # Members(rd[r].w)
-    /\ rd' = [rd EXCEPT ![r].reread = Members(rd[r].w)]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+    /\ (rd[r].reread # Members(rd[r].w) \/ rd[r].rereadRows # Resolved(rd[r].w))
+    /\ rd' = [rd EXCEPT ![r].reread = Members(rd[r].w),
+                        ![r].rereadRows = Resolved(rd[r].w)]
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                    inflight, pub, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
@@ -535,7 +568,7 @@ CrashRestart(p) ==
     /\ pub[p].pc \notin {"done", "released", "exhausted"}
     /\ crashes' = crashes + 1
     /\ pub' = [pub EXCEPT ![p] = LocalInit(p, crashes + 1)]
-    /\ UNCHANGED <<now, claims, lease, manifest, watermark, inventory,
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                    inflight, rd, nextId, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
@@ -555,7 +588,7 @@ ForeignInsert ==
                 /\ UNCHANGED <<watermark, foreignWm>>
     /\ foreign' = foreign + 1
     /\ nextId' = nextId + 1
-    /\ UNCHANGED <<now, claims, lease, inventory, inflight, pub, rd, crashes,
+    /\ UNCHANGED <<desc, now, claims, lease, inventory, inflight, pub, rd, crashes,
                    reports, owners, fencedLanded, usurped, selfLockout>>
 
 -----------------------------------------------------------------------------
@@ -597,6 +630,15 @@ PinnedSnapshotNeverGrows ==
     \/ \A r \in Readers :
            rd[r].pinned => /\ Members(rd[r].w) = rd[r].members
                            /\ rd[r].reread = rd[r].members
+
+(* Once a reader has seen W, what a read at W returns (each member's      *)
+(* resolved row and its version) never changes and never exceeds W.     *)
+PinnedReadsNeverChange ==
+    \/ foreignWm
+    \/ \A r \in Readers :
+           rd[r].pinned => /\ Resolved(rd[r].w) = rd[r].rows
+                           /\ rd[r].rereadRows = rd[r].rows
+                           /\ \A x \in rd[r].rows : x.v <= rd[r].w
 
 (* A statement whose lease was not the live head when its guard was read *)
 (* lands no row.                                                           *)

@@ -4,7 +4,7 @@
 //! capcat-model-check list
 //! capcat-model-check check Publication [--variant NAME] [--publishers N] [--ticks N]
 //!     [--crashes N] [--crash-mid-statement] [--release] [--reacquire] [--foreign N]
-//!     [--no-reader] [--ttl N] [--cap N] [--prompt N] [--attempts C,A,P] [--liveness]
+//!     [--no-reader] [--ttl N] [--cap N] [--attempts C,A,P] [--liveness]
 //!     [--threads N] [--stop-at-first] [--strip-fence] [--dfs]
 //! capcat-model-check check DemandFold [--variant NAME] [--redeliveries N]
 //! capcat-model-check explore <model> [options] [--port N]
@@ -28,7 +28,7 @@ use stateright::Model;
 const USAGE: &str = "usage: capcat-model-check list | check <model> [options] | explore <model> [options] [--port N]
 models: Publication, DemandFold
 options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement
-  --release --reacquire --foreign N --no-reader --ttl N --cap N --prompt N --attempts C,A,P
+  --release --reacquire --foreign N --no-reader --ttl N --cap N --attempts C,A,P
   --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
   statements rebuilt without the fence text through capcat-proto's hook)
 options (DemandFold): --variant NAME --redeliveries N";
@@ -79,7 +79,6 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
             "--no-reader" => cfg.reader = false,
             "--ttl" => cfg.ttl_ticks = number(&flag, it.next())?,
             "--cap" => cfg.cap_ticks = number(&flag, it.next())?,
-            "--prompt" => cfg.prompt_ticks = number(&flag, it.next())?,
             "--attempts" => {
                 let v = it.next().unwrap_or_default();
                 let parts: Vec<u32> = v.split(',').filter_map(|p| p.parse().ok()).collect();

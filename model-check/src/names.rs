@@ -145,6 +145,9 @@ pub mod publication {
     pub const ONE_LIVE_LEASE: &str = "OneLiveLease";
     /// One claimant per allocated version (`capcat_proto::allocate`).
     pub const VERSIONS_UNIQUE: &str = "VersionsUnique";
+    /// Once the reader pinned W, what a read at W returns (every resolved
+    /// row and its `index_version`) never changes and never exceeds W.
+    pub const PINNED_READS_NEVER_CHANGE: &str = "PinnedReadsNeverChange";
     /// Type invariant of the TLA+ spec; Rust's types make it redundant.
     pub const TYPE_OK: &str = "TypeOK";
     /// Liveness: a holder that keeps renewing eventually publishes (or
@@ -160,6 +163,7 @@ pub mod publication {
         INVENTORY_ONLY_AFTER_PUBLISH,
         ONE_LIVE_LEASE,
         VERSIONS_UNIQUE,
+        PINNED_READS_NEVER_CHANGE,
     ];
     /// Invariants only the TLA+ spec checks.
     pub const TLA_ONLY_INVARIANTS: &[&str] = &[TYPE_OK];
@@ -207,6 +211,19 @@ pub mod publication {
     /// the rival claim landed still has a guarded statement in flight.
     /// Breaks `PinnedSnapshotNeverGrows`.
     pub const CONTESTED_TERM_TAKEN_AT_ONCE: &str = "ContestedTermTakenAtOnce";
+    /// Rejected (the seed's fence): the head must be live now, with no
+    /// margin for the statement's own execution, so a statement evaluated
+    /// just before expiry lands after a successor published. Breaks
+    /// `PinnedSnapshotNeverGrows`.
+    pub const MARGINLESS_FENCE: &str = "MarginlessFence";
+    /// Rejected (the seed's read-back): a claimant reads back only the term
+    /// it claimed, so a claim retry that lands above another lease's live
+    /// renewal holds beside it. Breaks `PinnedSnapshotNeverGrows`.
+    pub const OWN_TERM_READ_BACK: &str = "OwnTermReadBack";
+    /// Rejected: a pinned read bounds membership by W but not the rows it
+    /// resolves, so a pack re-indexed above W changes what the read returns.
+    /// Breaks `PinnedReadsNeverChange`.
+    pub const ROWS_ABOVE_WATERMARK: &str = "RowsAboveWatermark";
 
     /// Every design, shipped first.
     pub const VARIANTS: &[&str] = &[
@@ -222,6 +239,9 @@ pub mod publication {
         CAP_AT_LEAST_TTL,
         INVENTORY_BEFORE_PUBLISH,
         CONTESTED_TERM_TAKEN_AT_ONCE,
+        MARGINLESS_FENCE,
+        OWN_TERM_READ_BACK,
+        ROWS_ABOVE_WATERMARK,
     ];
 }
 

@@ -498,7 +498,7 @@ async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
             lease_id,
             vec![("store-a".to_owned(), Uuid::new_v4())],
         ),
-        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, lease_id),
+        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, lease_id, 1),
         capcat_proto::lease::sql::release(t, cfg, lease_id, "nobody"),
     ];
     for stmt in &statements {

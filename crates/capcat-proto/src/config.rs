@@ -14,6 +14,12 @@ const NS_PER_S: u64 = 1_000_000_000;
 pub const DEFAULT_LEASE_TTL_NS: u64 = 30 * NS_PER_S;
 /// Default publish timeout (`max_execution_time` of the guarded INSERTs): 10 s.
 pub const DEFAULT_PUBLISH_TIMEOUT_NS: u64 = 10 * NS_PER_S;
+/// Default fence slack: 250 ms. How much later than its
+/// `max_execution_time` the engine may still make a statement's rows
+/// visible (the cap is checked between blocks, and a part being committed
+/// when it trips still commits). The fence asks for the lease to outlive
+/// the cap plus this slack; docs/protocol.md says how it was sized.
+pub const DEFAULT_FENCE_SLACK_NS: u64 = 250_000_000;
 /// Default bound on lease claim attempts.
 pub const DEFAULT_MAX_CLAIM_ATTEMPTS: u32 = 8;
 /// Default bound on version allocation attempts.
@@ -49,6 +55,22 @@ pub enum ConfigError {
     PublishTimeoutNotBelowTtl {
         /// The publish timeout.
         publish_timeout_ns: u64,
+        /// The lease TTL.
+        lease_ttl_ns: u64,
+    },
+    /// The fence's margin (the publish timeout plus the fence slack) does
+    /// not fit inside the lease TTL: no fenced statement could ever pass,
+    /// because a lease fresh from its read-back would already have less than
+    /// the margin left.
+    #[error(
+        "publish timeout {publish_timeout_ns} ns plus fence slack {fence_slack_ns} ns must be \
+         below the lease TTL {lease_ttl_ns} ns, or no fenced statement can ever pass"
+    )]
+    FenceMarginNotBelowTtl {
+        /// The publish timeout.
+        publish_timeout_ns: u64,
+        /// The fence slack.
+        fence_slack_ns: u64,
         /// The lease TTL.
         lease_ttl_ns: u64,
     },
@@ -102,6 +124,17 @@ pub enum Variant {
     /// Publish INSERTs carry no guard at all, and the read-back asks "am I
     /// the highest published version?" after the rows are durable.
     PostWriteCheck,
+    /// The seed's fence: the head must be live now, with no margin for the
+    /// statement's own execution (built by
+    /// [`crate::mutations::marginless_fence`]).
+    MarginlessFence,
+    /// The seed's claim read-back: only the claimed term is read, so a
+    /// claim above a live lease of another holder is taken as sole
+    /// (built by [`crate::mutations::own_term_read_back`]).
+    OwnTermReadBack,
+    /// The pinned read without `index_version <= W` on descriptor rows
+    /// (built by [`crate::mutations::rows_above_watermark`]).
+    RowsAboveWatermark,
 }
 
 /// The validated protocol configuration.
@@ -109,6 +142,7 @@ pub enum Variant {
 pub struct Config {
     lease_ttl_ns: u64,
     publish_timeout_s: u32,
+    fence_slack_ns: u64,
     max_claim_attempts: u32,
     max_allocate_attempts: u32,
     max_publish_attempts: u32,
@@ -123,10 +157,10 @@ impl Config {
     /// A configuration with the given lease TTL and publish timeout (both in
     /// nanoseconds) and default attempt bounds and chunk size.
     ///
-    /// The timeout must be a whole, non-zero number of seconds and below the
-    /// TTL: every publish renews its lease first, so at the moment a fenced
-    /// statement starts the lease has almost a full TTL left, and the
-    /// statement cannot run past `max_execution_time`.
+    /// The timeout must be a whole, non-zero number of seconds, and the
+    /// timeout plus [`DEFAULT_FENCE_SLACK_NS`] must be below the TTL: the
+    /// fence only passes while the lease outlives the statement's whole cap
+    /// plus the slack, so a smaller TTL could never publish.
     pub fn new(lease_ttl_ns: u64, publish_timeout_ns: u64) -> Result<Self, ConfigError> {
         if publish_timeout_ns == 0 {
             return Err(ConfigError::PublishTimeoutZero);
@@ -142,9 +176,10 @@ impl Config {
         }
         let publish_timeout_s = u32::try_from(publish_timeout_ns / NS_PER_S)
             .map_err(|_| ConfigError::PublishTimeoutTooLarge { publish_timeout_ns })?;
-        Ok(Self {
+        let cfg = Self {
             lease_ttl_ns,
             publish_timeout_s,
+            fence_slack_ns: DEFAULT_FENCE_SLACK_NS,
             max_claim_attempts: DEFAULT_MAX_CLAIM_ATTEMPTS,
             max_allocate_attempts: DEFAULT_MAX_ALLOCATE_ATTEMPTS,
             max_publish_attempts: DEFAULT_MAX_PUBLISH_ATTEMPTS,
@@ -153,7 +188,28 @@ impl Config {
             variant: Variant::Shipped,
             #[cfg(any(test, feature = "mutations"))]
             wait_out_contested_term: true,
-        })
+        };
+        cfg.check_margin()
+    }
+
+    /// Sets the fence slack (see [`DEFAULT_FENCE_SLACK_NS`]); the publish
+    /// timeout plus the slack must stay below the lease TTL. The model
+    /// checker uses 0: its engine kills a statement exactly at its cap.
+    pub fn with_fence_slack_ns(mut self, fence_slack_ns: u64) -> Result<Self, ConfigError> {
+        self.fence_slack_ns = fence_slack_ns;
+        self.check_margin()
+    }
+
+    fn check_margin(self) -> Result<Self, ConfigError> {
+        let publish_timeout_ns = u64::from(self.publish_timeout_s) * NS_PER_S;
+        match publish_timeout_ns.checked_add(self.fence_slack_ns) {
+            Some(margin) if margin < self.lease_ttl_ns => Ok(self),
+            _ => Err(ConfigError::FenceMarginNotBelowTtl {
+                publish_timeout_ns,
+                fence_slack_ns: self.fence_slack_ns,
+                lease_ttl_ns: self.lease_ttl_ns,
+            }),
+        }
     }
 
     /// Sets the three attempt bounds (lease claims, version allocations,
@@ -275,6 +331,15 @@ impl Config {
     /// Publish timeout in whole seconds (`max_execution_time`).
     pub fn publish_timeout_s(&self) -> u32 {
         self.publish_timeout_s
+    }
+    /// The fence slack in nanoseconds.
+    pub fn fence_slack_ns(&self) -> u64 {
+        self.fence_slack_ns
+    }
+    /// The margin every lease fence asks for, in nanoseconds: the publish
+    /// timeout plus the fence slack. Below the TTL by construction.
+    pub fn fence_margin_ns(&self) -> u64 {
+        u64::from(self.publish_timeout_s) * NS_PER_S + self.fence_slack_ns
     }
     /// Bound on lease claim attempts.
     pub fn max_claim_attempts(&self) -> u32 {

@@ -12,8 +12,31 @@ pub const LEASE_ID_PARAM: &str = "lease_id";
 /// The placeholder name of the version in [`version_barrier`].
 pub const INDEX_VERSION_PARAM: &str = "index_version";
 
-/// `LEASE_FENCE`: true only while the lease head is `{lease_id:UUID}` and live
-/// by the SERVER's clock.
+/// The placeholder name of the fence's margin in [`lease_fence`].
+pub const FENCE_MARGIN_PARAM: &str = "fence_margin_ns";
+
+/// The one total order of lease rows, highest first, shared by the fence,
+/// the head read and the model checker.
+///
+/// `(term, lease_id)` alone is not total: a holder's own rows can tie there
+/// (a renewal claim sent twice, a late tombstone at the term of its own
+/// claim), and then the server would pick either row, so that one statement
+/// could read a live head and the next one a dead one. With the expiry as
+/// the last key every row the fence can tell apart has its own place; rows
+/// equal in all three are the same row to every reader.
+pub const LEASE_ORDER: &str = "term DESC, lease_id DESC, expires_at_ns DESC";
+
+/// `LEASE_FENCE`: true only while the lease head is `{lease_id:UUID}` and
+/// will still be live by the SERVER's clock once the statement's whole
+/// execution cap (plus the engine's measured slack, together
+/// `{fence_margin_ns:UInt64}`) has passed.
+///
+/// The margin is what makes a passed fence a promise: a statement that
+/// passes it at server time `t` lands (or is killed) by `t + cap + slack`,
+/// and no other lease can read itself back as the holder before the head
+/// row's expiry, which is later still. A fence that only asked for the head
+/// to be live now (the seed's) lets a statement evaluated just before
+/// expiry land after a successor published (`MarginlessFence`).
 ///
 /// One subquery reads one head row, and the outer `count()` tests both halves
 /// of that same row: two scalar subqueries would be two reads, and a takeover
@@ -23,10 +46,57 @@ pub const INDEX_VERSION_PARAM: &str = "index_version";
 pub fn lease_fence(tables: &Tables) -> String {
     format!(
         "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
-         ORDER BY term DESC, lease_id DESC LIMIT 1) \
+         ORDER BY {LEASE_ORDER} LIMIT 1) \
          WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
-         AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1",
+         AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
         lease = tables.publisher_lease(),
+    )
+}
+
+/// The placeholder name of the term a claim read-back checks.
+pub const TERM_PARAM: &str = "term";
+
+/// `CLAIM_READ_BACK`: the WHERE clause of `lease.read_claims`. It returns
+/// every row at or above the claimed `{term:UInt64}` and every row of
+/// ANOTHER lease that is live by the server's clock, at any term, unless
+/// that lease was released (a tombstone, expiry 0, carries its lease_id:
+/// its holder sent it after its last statement completed).
+///
+/// The claimant holds only if every row returned is its own: nobody else
+/// claimed its term or above, and no other lease is live anywhere. Looking
+/// at its own term alone (the seed's read-back) let a claim retry that read
+/// an expired head land ABOVE the previous holder's live renewal and hold
+/// beside it, while that holder's fenced statement was still in flight
+/// (`OwnTermReadBack`). One predicate in one SELECT reads one snapshot with
+/// one clock reading.
+pub fn claim_read_back(tables: &Tables) -> String {
+    format!(
+        "term >= {{{TERM_PARAM}:UInt64}} \
+         OR (lease_id != {{{LEASE_ID_PARAM}:UUID}} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) \
+         AND lease_id NOT IN (SELECT lease_id FROM {lease} WHERE expires_at_ns = 0))",
+        lease = tables.publisher_lease(),
+    )
+}
+
+/// The placeholder name of the number of packs in [`manifest_complete`].
+pub const MANIFEST_PACKS_PARAM: &str = "manifest_packs";
+
+/// `MANIFEST_COMPLETE`: true only while every manifest row of this publish
+/// attempt, `({index_version:UInt64}, {publish_id:UUID})`, stands: as many
+/// distinct packs as `{manifest_packs:UInt64}`.
+///
+/// It guards the watermark row, so a watermark never makes a publish
+/// visible without its members. An `INSERT ... SELECT` whose guard is false
+/// succeeds and writes nothing; without this check a manifest chunk fenced
+/// out by a moment's lease trouble, followed by a watermark whose fence
+/// passed again, reported `Won` for a publish that admits no pack
+/// (`UnpairedWatermark`).
+pub fn manifest_complete(tables: &Tables) -> String {
+    format!(
+        "(SELECT uniqExact(store_id, pack_id) FROM {manifest} \
+         WHERE index_version = {{{INDEX_VERSION_PARAM}:UInt64}} AND publish_id = {{publish_id:UUID}}) \
+         = {{{MANIFEST_PACKS_PARAM}:UInt64}}",
+        manifest = tables.snapshot_manifest(),
     )
 }
 
@@ -46,9 +116,9 @@ pub fn version_barrier(tables: &Tables) -> String {
 #[cfg(any(test, feature = "mutations"))]
 pub fn two_subquery_fence(tables: &Tables) -> String {
     format!(
-        "(SELECT lease_id FROM {lease} ORDER BY term DESC, lease_id DESC LIMIT 1) = {{{LEASE_ID_PARAM}:UUID}} \
-         AND (SELECT expires_at_ns FROM {lease} ORDER BY term DESC, lease_id DESC LIMIT 1) \
-         > toUnixTimestamp64Nano(now64(9))",
+        "(SELECT lease_id FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) = {{{LEASE_ID_PARAM}:UUID}} \
+         AND (SELECT expires_at_ns FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) \
+         > toUnixTimestamp64Nano(now64(9)) + {{{FENCE_MARGIN_PARAM}:UInt64}}",
         lease = tables.publisher_lease(),
     )
 }
@@ -90,6 +160,18 @@ pub fn published_pairs(tables: &Tables, bound: MembershipBound) -> String {
         "(index_version, publish_id) IN (SELECT index_version, publish_id FROM {}{upper})",
         tables.index_watermark()
     )
+}
+
+/// `index_version <= {watermark:UInt64}`, applied to descriptor rows by a
+/// pinned read: only rows written for a version at or below W resolve.
+///
+/// Membership alone says which PACKS a snapshot holds, not which rows of
+/// them: a pack re-indexed after W (a pass that crashed between its `Won`
+/// and its inventory row runs again) gains descriptor rows at V' > W, and
+/// `argMax` would prefer them at every pinned W, so what a pinned read
+/// returns would change under it (`RowsAboveWatermark`).
+pub fn pinned_rows() -> String {
+    format!("index_version <= {{{WATERMARK_PARAM}:UInt64}}")
 }
 
 /// `(store_id, pack_id) IN (<packs of effective manifest rows>)`, applied to

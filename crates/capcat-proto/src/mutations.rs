@@ -7,7 +7,10 @@
 //! a copy of any SQL: a mutated statement simply stops carrying the
 //! fragment, and the model stops applying the guard.
 
-use crate::fragments::{MembershipBound, WATERMARK_PARAM, lease_fence, membership_predicate};
+use crate::fragments::{
+    LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, TERM_PARAM, WATERMARK_PARAM, claim_read_back,
+    lease_fence, manifest_complete, membership_predicate, pinned_rows,
+};
 use crate::statement::Statement;
 use crate::tables::Tables;
 
@@ -21,6 +24,62 @@ pub fn without_lease_fence(stmt: &Statement, tables: &Tables) -> Statement {
         .sql
         .replace(&format!(" AND {fence}"), "")
         .replace(&fence, "1 = 1");
+    out
+}
+
+/// The seed's fence: the head must be `{lease_id:UUID}` and live NOW, with
+/// no margin for the statement's own execution. The margin parameter stays
+/// bound but unused, so only the text differs.
+pub fn marginless_fence_text(tables: &Tables) -> String {
+    format!(
+        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
+         ORDER BY {LEASE_ORDER} LIMIT 1) \
+         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
+         AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1",
+        lease = tables.publisher_lease(),
+    )
+}
+
+/// `stmt` with the canonical fence replaced by [`marginless_fence_text`].
+pub fn marginless_fence(stmt: &Statement, tables: &Tables) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&lease_fence(tables), &marginless_fence_text(tables));
+    out
+}
+
+/// The seed's claim read-back predicate: the claimed term only.
+pub fn own_term_read_back_text() -> String {
+    format!("term = {{{TERM_PARAM}:UInt64}}")
+}
+
+/// `stmt` (a `lease.read_claims`) reading the claimed term only.
+pub fn own_term_read_back(stmt: &Statement, tables: &Tables) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&claim_read_back(tables), &own_term_read_back_text());
+    out
+}
+
+/// `stmt` (a `publish.insert_watermark`) without `AND MANIFEST_COMPLETE`.
+pub fn without_manifest_check(stmt: &Statement, tables: &Tables) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&format!(" AND {}", manifest_complete(tables)), "");
+    out
+}
+
+/// `stmt` (a pinned reader statement) without `index_version <= W` on its
+/// descriptor rows: membership alone decides, and `argMax` may resolve a
+/// row written above W.
+pub fn rows_above_watermark(stmt: &Statement) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&format!("{}\n      AND ", pinned_rows()), "");
     out
 }
 
@@ -77,6 +136,7 @@ mod tests {
             3,
             uuid::Uuid::from_u128(1),
             uuid::Uuid::from_u128(2),
+            1,
         );
         assert!(stmt.sql.contains(&lease_fence(&tables())));
         let cut = without_lease_fence(&stmt, &tables());

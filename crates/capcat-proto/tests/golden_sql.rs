@@ -49,7 +49,7 @@ fn check(stmt: &Statement, snapshot: Snapshot) {
 
 #[test]
 fn the_guard_fragments_are_the_text_design_md_shows() {
-    expect!["(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1"].assert_eq(&lease_fence(&tables()));
+    expect!["(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1"].assert_eq(&lease_fence(&tables()));
     expect![
         "ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64}"
     ]
@@ -63,7 +63,7 @@ fn lease_statements() {
         &lease::sql::read_head(&t),
         expect![[r#"
             lease.read_head
-            SELECT term, lease_id, holder, expires_at_ns, toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live, toUInt64(ifNull((SELECT max(expires_at_ns) FROM cc_publisher_lease WHERE term = (SELECT max(term) FROM cc_publisher_lease)), 0)) AS term_expires_at_ns, toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 2
+            SELECT term, lease_id, holder, expires_at_ns, toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live, toUInt64(ifNull((SELECT max(expires_at_ns) FROM cc_publisher_lease WHERE term = (SELECT max(term) FROM cc_publisher_lease)), 0)) AS term_expires_at_ns, toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 2
             params: 
             settings: sequential=true max_execution_time_s=None
             expect: term UInt64, lease_id Uuid, holder String, expires_at_ns UInt64, live UInt64, term_expires_at_ns UInt64, term_live UInt64
@@ -80,24 +80,24 @@ fn lease_statements() {
     "#]],
     );
     check(
-        &lease::sql::read_claims(&t, 7),
+        &lease::sql::read_claims(&t, 7, id(1)),
         expect![[r#"
-        lease.read_claims
-        SELECT lease_id, expires_at_ns FROM cc_publisher_lease WHERE term = {term:UInt64}
-        params: term: UInt64
-        settings: sequential=true max_execution_time_s=None
-        expect: lease_id Uuid, expires_at_ns UInt64
-    "#]],
+            lease.read_claims
+            SELECT lease_id, expires_at_ns FROM cc_publisher_lease WHERE term >= {term:UInt64} OR (lease_id != {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) AND lease_id NOT IN (SELECT lease_id FROM cc_publisher_lease WHERE expires_at_ns = 0))
+            params: lease_id: UUID, term: UInt64
+            settings: sequential=true max_execution_time_s=None
+            expect: lease_id Uuid, expires_at_ns UInt64
+        "#]],
     );
     check(
         &lease::sql::release(&t, &Config::default(), id(1), "host-a"),
         expect![[r#"
-        lease.release
-        INSERT INTO cc_publisher_lease (term, lease_id, holder, acquired_at_ns, expires_at_ns) SELECT ifNull((SELECT max(term) FROM cc_publisher_lease), 0) + 1, {lease_id:UUID}, {holder:String}, toUnixTimestamp64Nano(now64(9)), 0 FROM system.one WHERE (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1
-        params: holder: String, lease_id: UUID
-        settings: sequential=true max_execution_time_s=None
-        expect: nothing
-    "#]],
+            lease.release
+            INSERT INTO cc_publisher_lease (term, lease_id, holder, acquired_at_ns, expires_at_ns) SELECT ifNull((SELECT max(term) FROM cc_publisher_lease), 0) + 1, {lease_id:UUID}, {holder:String}, toUnixTimestamp64Nano(now64(9)), 0 FROM system.one WHERE (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
+            params: fence_margin_ns: UInt64, holder: String, lease_id: UUID
+            settings: sequential=true max_execution_time_s=Some(10)
+            expect: nothing
+        "#]],
     );
 }
 
@@ -144,22 +144,22 @@ fn publish_statements() {
     check(
         &publish::sql::insert_manifest(&t, &cfg, 3, id(9), id(1), packs),
         expect![[r#"
-        publish.insert_manifest
-        INSERT INTO cc_snapshot_manifest (index_version, publish_id, store_id, pack_id) SELECT {index_version:UInt64}, {publish_id:UUID}, p.1, p.2 FROM (SELECT arrayJoin({packs:Array(Tuple(String, UUID))}) AS p) WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1
-        params: index_version: UInt64, lease_id: UUID, packs: Array(Tuple(String, UUID)), publish_id: UUID
-        settings: sequential=true max_execution_time_s=Some(10)
-        expect: nothing
-    "#]],
+            publish.insert_manifest
+            INSERT INTO cc_snapshot_manifest (index_version, publish_id, store_id, pack_id) SELECT {index_version:UInt64}, {publish_id:UUID}, p.1, p.2 FROM (SELECT arrayJoin({packs:Array(Tuple(String, UUID))}) AS p) WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
+            params: fence_margin_ns: UInt64, index_version: UInt64, lease_id: UUID, packs: Array(Tuple(String, UUID)), publish_id: UUID
+            settings: sequential=true max_execution_time_s=Some(10)
+            expect: nothing
+        "#]],
     );
     check(
-        &publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1)),
+        &publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1), 2),
         expect![[r#"
-        publish.insert_watermark
-        INSERT INTO cc_index_watermark (index_version, publish_id, published_at_ns) SELECT {index_version:UInt64}, {publish_id:UUID}, toUnixTimestamp64Nano(now64(9)) FROM system.one WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1
-        params: index_version: UInt64, lease_id: UUID, publish_id: UUID
-        settings: sequential=true max_execution_time_s=Some(10)
-        expect: nothing
-    "#]],
+            publish.insert_watermark
+            INSERT INTO cc_index_watermark (index_version, publish_id, published_at_ns) SELECT {index_version:UInt64}, {publish_id:UUID}, toUnixTimestamp64Nano(now64(9)) FROM system.one WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1 AND (SELECT uniqExact(store_id, pack_id) FROM cc_snapshot_manifest WHERE index_version = {index_version:UInt64} AND publish_id = {publish_id:UUID}) = {manifest_packs:UInt64}
+            params: fence_margin_ns: UInt64, index_version: UInt64, lease_id: UUID, manifest_packs: UInt64, publish_id: UUID
+            settings: sequential=true max_execution_time_s=Some(10)
+            expect: nothing
+        "#]],
     );
     check(
         &publish::sql::read_publish_ids(&t, 3),
@@ -240,7 +240,7 @@ fn the_fence_and_the_barrier_appear_verbatim_in_both_publish_inserts_and_the_fen
     let barrier = version_barrier(&t);
     let guarded = [
         publish::sql::insert_manifest(&t, &cfg, 3, id(9), id(1), vec![("s".into(), id(5))]),
-        publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1)),
+        publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1), 2),
     ];
     for stmt in &guarded {
         assert!(

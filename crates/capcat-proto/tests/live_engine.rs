@@ -70,6 +70,7 @@ fn empty_lease_table_fence_refuses_without_a_server_error() {
         1,
         Uuid::from_u128(5),
         Uuid::from_u128(1),
+        1,
     );
     let input = execute(engine, &stmt);
     assert!(

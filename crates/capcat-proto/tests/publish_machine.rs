@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use capcat_proto::config::{Config, ConfigError, Variant};
-use capcat_proto::fragments::{lease_fence, version_barrier};
+use capcat_proto::fragments::{lease_fence, manifest_complete, version_barrier};
 use capcat_proto::{
     Failure, Input, Lease, LeaseClaim, Machine, PackRef, Publish, PublishError, PublishOutcome,
     Step, Tables,
@@ -79,9 +79,18 @@ fn both_publish_inserts_carry_barrier_and_fence_verbatim_with_the_timeout_cap() 
         version_barrier(&tables()),
         lease_fence(&tables())
     );
-    for name in ["publish.insert_manifest", "publish.insert_watermark"] {
+    let watermark_guard = format!("{guard} AND {}", manifest_complete(&tables()));
+    for (name, ending) in [
+        ("publish.insert_manifest", &guard),
+        ("publish.insert_watermark", &watermark_guard),
+    ] {
         let stmt = run.named(name)[0];
-        assert!(stmt.sql.ends_with(&guard), "{name}: {}", stmt.sql);
+        assert!(stmt.sql.ends_with(ending.as_str()), "{name}: {}", stmt.sql);
+        assert_eq!(
+            stmt.params.get("fence_margin_ns"),
+            Some(&capcat_proto::Param::UInt64(10_250_000_000)),
+            "{name}: the margin is the cap plus the slack"
+        );
         assert_eq!(stmt.settings.max_execution_time_s, Some(10), "{name}");
         assert!(stmt.settings.select_sequential_consistency, "{name}");
     }

@@ -26,10 +26,6 @@ pub struct ModelConfig {
     /// The publish execution cap in ticks (whole seconds); ignored by
     /// `NoExecutionCap`, replaced by `ttl_ticks` for `CapAtLeastTtl`.
     pub cap_ticks: u8,
-    /// The timing assumption: a publisher issues each guarded publish
-    /// statement either within `prompt_ticks` of its lease's last stamp, or
-    /// only once that lease has expired (a long stall). See the docs.
-    pub prompt_ticks: u8,
     /// Publisher crashes the model may take.
     pub crashes: u8,
     /// Whether a crash may leave the unconditional INSERT the publisher was
@@ -64,10 +60,9 @@ impl ModelConfig {
             design,
             publishers: 2,
             reader: true,
-            max_ticks: 2,
+            max_ticks: 3,
             ttl_ticks: 2,
             cap_ticks: 1,
-            prompt_ticks: 0,
             crashes: 1,
             crash_mid_statement: false,
             release: false,
@@ -100,7 +95,10 @@ impl ModelConfig {
         let ttl_ns = u64::from(self.ttl_ticks) * TICK_NS;
         let cap_ns = u64::from(self.cap_ticks) * TICK_NS;
         let (claim, allocate, publish) = self.attempts;
+        // The model's engine kills a statement exactly at its cap, so the
+        // fence needs no slack beyond the cap here.
         let cfg = Config::new(ttl_ns, cap_ns)?
+            .with_fence_slack_ns(0)?
             .with_attempts(claim, allocate, publish)?
             .with_variant(self.design.proto_variant())
             .with_wait_out_contested_term(self.design.waits_out_contested_term());

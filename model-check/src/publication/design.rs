@@ -35,11 +35,18 @@ pub enum Design {
     /// acquire before it adopted the fix the model found; restored with
     /// `Config::with_wait_out_contested_term(false)`).
     ContestedTermTakenAtOnce,
+    /// The seed's fence: the head is live now, no margin for the
+    /// statement's own execution.
+    MarginlessFence,
+    /// The seed's claim read-back: the claimed term only.
+    OwnTermReadBack,
+    /// The pinned read without `index_version <= W` on descriptor rows.
+    RowsAboveWatermark,
 }
 
 impl Design {
     /// Every design this model runs, shipped first.
-    pub const ALL: [Design; 12] = [
+    pub const ALL: [Design; 15] = [
         Design::Shipped,
         Design::BarrierOnly,
         Design::PostWriteCheck,
@@ -52,6 +59,9 @@ impl Design {
         Design::CapAtLeastTtl,
         Design::InventoryBeforePublish,
         Design::ContestedTermTakenAtOnce,
+        Design::MarginlessFence,
+        Design::OwnTermReadBack,
+        Design::RowsAboveWatermark,
     ];
 
     /// The shared name (`names::publication::*`).
@@ -69,6 +79,9 @@ impl Design {
             Design::CapAtLeastTtl => n::CAP_AT_LEAST_TTL,
             Design::InventoryBeforePublish => n::INVENTORY_BEFORE_PUBLISH,
             Design::ContestedTermTakenAtOnce => n::CONTESTED_TERM_TAKEN_AT_ONCE,
+            Design::MarginlessFence => n::MARGINLESS_FENCE,
+            Design::OwnTermReadBack => n::OWN_TERM_READ_BACK,
+            Design::RowsAboveWatermark => n::ROWS_ABOVE_WATERMARK,
         }
     }
 
@@ -98,6 +111,9 @@ impl Design {
             | Design::MembershipOnVersionAlone
             | Design::CapAtLeastTtl
             | Design::ContestedTermTakenAtOnce => Variant::Shipped,
+            Design::MarginlessFence => Variant::MarginlessFence,
+            Design::OwnTermReadBack => Variant::OwnTermReadBack,
+            Design::RowsAboveWatermark => Variant::RowsAboveWatermark,
         }
     }
 }

@@ -11,28 +11,35 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::fragments::{self, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MembershipBound};
-use capcat_proto::mutations::version_only_membership_predicate;
+use capcat_proto::fragments::{
+    self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
+    MembershipBound, TERM_PARAM,
+};
+use capcat_proto::mutations::{
+    marginless_fence_text, own_term_read_back_text, version_only_membership_predicate,
+};
 use capcat_proto::statement::{Param, Rows, Statement, Value};
 use capcat_proto::{PackRef, Tables};
 use uuid::Uuid;
 
 use super::config::TICK_NS;
 
-/// One row of `{p}_publisher_lease`. Ordered as the fence's
-/// `ORDER BY term DESC, lease_id DESC` reads it: the head is the last row.
-/// (Rust orders UUIDs by their bytes; ClickHouse compares the low half
-/// first. Both are total orders, which is all the protocol relies on.)
+/// One row of `{p}_publisher_lease`. The derived order is
+/// [`fragments::LEASE_ORDER`] read backwards (term, lease_id, expiry, then
+/// the holder, which one lease_id always carries the same of), so the head
+/// is the last row. (Rust orders UUIDs by their bytes; ClickHouse compares
+/// the low half first. Both are total orders, which is all the protocol
+/// relies on.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LeaseRow {
     /// The term.
     pub term: u64,
     /// The lease id.
     pub lease_id: Uuid,
-    /// The holder's name.
-    pub holder: String,
     /// Expiry in server nanoseconds (0 for a release tombstone).
     pub expires_at_ns: u64,
+    /// The holder's name.
+    pub holder: String,
 }
 
 /// The catalog's tables, append-only, as BTree sets.
@@ -57,8 +64,11 @@ pub struct Db {
 pub enum Fence {
     /// No recognised fence: the statement runs unfenced.
     None,
-    /// The canonical one-read fence.
+    /// The canonical one-read fence: the head is the lease and outlives
+    /// now plus the `fence_margin_ns` parameter.
     OneRead,
+    /// The rejected seed fence: the head is the lease and live now.
+    Marginless,
     /// The rejected two-subquery fence: lease_id and expiry are two reads,
     /// which the engine evaluates in two separate steps.
     TwoReads,
@@ -71,12 +81,16 @@ pub struct Guards {
     pub barrier: bool,
     /// Which fence was found.
     pub fence: Fence,
+    /// `MANIFEST_COMPLETE` found.
+    pub manifest_complete: bool,
 }
 
 /// Finds the canonical guard fragments in `sql`.
 pub fn guards(tables: &Tables, sql: &str) -> Guards {
     let fence = if sql.contains(&fragments::lease_fence(tables)) {
         Fence::OneRead
+    } else if sql.contains(&marginless_fence_text(tables)) {
+        Fence::Marginless
     } else if sql.contains(&fragments::two_subquery_fence(tables)) {
         Fence::TwoReads
     } else {
@@ -85,7 +99,48 @@ pub fn guards(tables: &Tables, sql: &str) -> Guards {
     Guards {
         barrier: sql.contains(&fragments::version_barrier(tables)),
         fence,
+        manifest_complete: sql.contains(&fragments::manifest_complete(tables)),
     }
+}
+
+/// Which rows a `lease.read_claims` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReadBack {
+    /// The canonical `CLAIM_READ_BACK`: rows at or above the term, and
+    /// every live row of another lease.
+    RivalsAnywhere,
+    /// The rejected seed read-back: rows at the term only.
+    OwnTerm,
+}
+
+/// Finds the read-back predicate in a `lease.read_claims`.
+pub fn read_back(tables: &Tables, sql: &str) -> Option<ReadBack> {
+    if sql.contains(&fragments::claim_read_back(tables)) {
+        Some(ReadBack::RivalsAnywhere)
+    } else if sql.contains(&own_term_read_back_text()) {
+        Some(ReadBack::OwnTerm)
+    } else {
+        None
+    }
+}
+
+/// The top-level conjuncts of a reader statement's inner WHERE clause
+/// (capcat-proto joins them with one separator; see `reader::plan`).
+fn reader_conjuncts(sql: &str) -> Vec<&str> {
+    let Some(start) = sql.find("\n    WHERE ") else {
+        return Vec::new();
+    };
+    let rest = &sql[start + "\n    WHERE ".len()..];
+    let end = rest.find("\n    GROUP BY").unwrap_or(rest.len());
+    rest[..end].split("\n      AND ").collect()
+}
+
+/// Whether a pinned reader statement bounds its descriptor rows by W: one
+/// of its conjuncts is exactly `pinned_rows` (the membership predicate's
+/// own `index_version <= W` inside its subquery does not count).
+pub fn rows_bounded(sql: &str) -> bool {
+    let bound = fragments::pinned_rows();
+    reader_conjuncts(sql).iter().any(|c| *c == bound)
 }
 
 /// How a reader statement's SQL decides membership.
@@ -205,9 +260,36 @@ fn now_ns(now: u8) -> u64 {
 }
 
 impl Db {
-    /// The head of the lease log, as `ORDER BY term DESC, lease_id DESC LIMIT 1` reads it.
+    /// The head of the lease log, as `ORDER BY LEASE_ORDER LIMIT 1` reads it.
     pub fn lease_head(&self) -> Option<&LeaseRow> {
         self.lease.last()
+    }
+
+    /// `LEASE_FENCE` (margin `margin_ns`) or the marginless seed fence
+    /// (margin 0): the head is `lease_id` and its expiry is beyond now plus
+    /// the margin.
+    pub fn fence_passes(&self, lease_id: Uuid, now: u8, margin_ns: u64) -> bool {
+        self.lease_head().is_some_and(|h| {
+            h.lease_id == lease_id && h.expires_at_ns > now_ns(now).saturating_add(margin_ns)
+        })
+    }
+
+    /// Whether a release tombstone (expiry 0) carries `lease_id`.
+    pub fn released(&self, lease_id: Uuid) -> bool {
+        self.lease
+            .iter()
+            .any(|r| r.lease_id == lease_id && r.expires_at_ns == 0)
+    }
+
+    /// `MANIFEST_COMPLETE`: the distinct packs of manifest rows at
+    /// `(version, publish_id)` number `packs`.
+    pub fn manifest_complete(&self, version: u64, publish_id: Uuid, packs: u64) -> bool {
+        let n = self
+            .manifest
+            .iter()
+            .filter(|(v, id, _)| *v == version && *id == publish_id)
+            .count();
+        u64::try_from(n).is_ok_and(|n| n == packs)
     }
 
     /// Ground truth: is `lease_id` the live head at `now`?
@@ -243,6 +325,27 @@ impl Db {
             .filter(|(p, _)| admitted.contains(p))
             .map(|(p, _)| p.clone())
             .collect()
+    }
+
+    /// What a pinned read at W returns, per pack (the model's one capture
+    /// per pack): the `index_version` of the row `argMax` resolves to among
+    /// the descriptor rows of admitted packs, bounded by W when the
+    /// statement carries `pinned_rows`.
+    pub fn resolved_at(
+        &self,
+        membership: Membership,
+        bounded: bool,
+        w: u64,
+    ) -> std::collections::BTreeMap<PackRef, u64> {
+        let admitted = self.visible_at(membership, w);
+        let mut out = std::collections::BTreeMap::new();
+        for (p, v) in &self.descriptors {
+            if admitted.contains(p) && (!bounded || *v <= w) {
+                let best = out.entry(p.clone()).or_insert(*v);
+                *best = (*best).max(*v);
+            }
+        }
+        out
     }
 
     /// Whether `pack` is visible through a paired manifest row at any version.
@@ -284,10 +387,23 @@ impl Db {
                     .collect()
             }
             "lease.read_claims" => {
-                let term = param_u64(stmt, "term")?;
+                let term = param_u64(stmt, TERM_PARAM)?;
+                let lease_id = param_uuid(stmt, LEASE_ID_PARAM)?;
+                let how = read_back(tables, &stmt.sql).ok_or(Unknown {
+                    name: stmt.name,
+                    what: "a read-back predicate",
+                })?;
                 self.lease
                     .iter()
-                    .filter(|r| r.term == term)
+                    .filter(|r| match how {
+                        ReadBack::RivalsAnywhere => {
+                            r.term >= term
+                                || (r.lease_id != lease_id
+                                    && r.expires_at_ns > now_ns(now)
+                                    && !self.released(r.lease_id))
+                        }
+                        ReadBack::OwnTerm => r.term == term,
+                    })
                     .map(|r| vec![Value::Uuid(r.lease_id), Value::UInt64(r.expires_at_ns)])
                     .collect()
             }
@@ -359,25 +475,35 @@ impl Db {
         let fence_ok = || -> Result<bool, Unknown> {
             Ok(match g.fence {
                 Fence::None => true,
-                Fence::OneRead => self.is_live_head(param_uuid(stmt, LEASE_ID_PARAM)?, now),
+                Fence::OneRead => self.fence_passes(
+                    param_uuid(stmt, LEASE_ID_PARAM)?,
+                    now,
+                    param_u64(stmt, FENCE_MARGIN_PARAM)?,
+                ),
+                Fence::Marginless => self.fence_passes(param_uuid(stmt, LEASE_ID_PARAM)?, now, 0),
                 Fence::TwoReads => {
                     let id_ok = match first_read_id_ok {
                         Some(ok) => ok,
                         None => self.head_id_is(param_uuid(stmt, LEASE_ID_PARAM)?),
                     };
+                    let margin = param_u64(stmt, FENCE_MARGIN_PARAM)?;
                     id_ok
                         && self
                             .lease_head()
-                            .is_some_and(|h| h.expires_at_ns > now_ns(now))
+                            .is_some_and(|h| h.expires_at_ns > now_ns(now).saturating_add(margin))
                 }
             })
         };
+        let complete_ok = |v: u64, id: Uuid| -> Result<bool, Unknown> {
+            Ok(!g.manifest_complete
+                || self.manifest_complete(v, id, param_u64(stmt, MANIFEST_PACKS_PARAM)?))
+        };
         Ok(match stmt.name {
             "lease.insert_claim" => Landing::Lease(LeaseRow {
-                term: param_u64(stmt, "term")?,
+                term: param_u64(stmt, TERM_PARAM)?,
                 lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
-                holder: param_string(stmt, "holder")?,
                 expires_at_ns: now_ns(now) + param_u64(stmt, "ttl_ns")?,
+                holder: param_string(stmt, "holder")?,
             }),
             "lease.release" => {
                 if fence_ok()? {
@@ -385,8 +511,8 @@ impl Db {
                     Landing::Lease(LeaseRow {
                         term: top + 1,
                         lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
-                        holder: param_string(stmt, "holder")?,
                         expires_at_ns: 0,
+                        holder: param_string(stmt, "holder")?,
                     })
                 } else {
                     Landing::Nothing
@@ -424,7 +550,7 @@ impl Db {
             "publish.insert_watermark" => {
                 let v = param_u64(stmt, INDEX_VERSION_PARAM)?;
                 let id = param_uuid(stmt, "publish_id")?;
-                if version_ok(v) && fence_ok()? {
+                if version_ok(v) && fence_ok()? && complete_ok(v, id)? {
                     Landing::Watermark(v, id)
                 } else {
                     Landing::Nothing
@@ -487,7 +613,14 @@ mod tests {
 
     fn watermark(variant: Variant) -> Statement {
         let cfg = Config::default().with_variant(variant);
-        insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), Uuid::from_u128(2))
+        insert_watermark(
+            &tables(),
+            &cfg,
+            1,
+            Uuid::from_u128(1),
+            Uuid::from_u128(2),
+            0,
+        )
     }
 
     #[test]
@@ -497,7 +630,8 @@ mod tests {
             g,
             Guards {
                 barrier: true,
-                fence: Fence::OneRead
+                fence: Fence::OneRead,
+                manifest_complete: true,
             }
         );
     }

@@ -17,7 +17,7 @@ use stateright::{Model, Property};
 use uuid::Uuid;
 
 use super::action::{Action, client_action_name};
-use super::config::{ModelConfig, TICK_NS};
+use super::config::ModelConfig;
 use super::design::Design;
 use super::engine::{self, Db, Unknown, guards, is_conditional_insert, lease_param};
 use super::properties;
@@ -175,15 +175,24 @@ impl PublicationModel {
     /// A statement as the design sends it: the machines build it; the
     /// mutation-guard switch cuts the fence out through capcat-proto's hook.
     fn as_sent(&self, stmt: Statement) -> Statement {
-        if self.cfg.strip_fence
-            && matches!(
-                stmt.name,
-                "publish.insert_manifest" | "publish.insert_watermark"
-            )
-        {
-            capcat_proto::mutations::without_lease_fence(&stmt, &self.tables)
-        } else {
-            stmt
+        use capcat_proto::mutations as m;
+        let publish = matches!(
+            stmt.name,
+            "publish.insert_manifest" | "publish.insert_watermark"
+        );
+        match self.cfg.design {
+            _ if self.cfg.strip_fence && publish => m::without_lease_fence(&stmt, &self.tables),
+            Design::MarginlessFence if publish || stmt.name == "lease.release" => {
+                m::marginless_fence(&stmt, &self.tables)
+            }
+            // ContestedTermTakenAtOnce is the design as it stood when the
+            // model found it: the old acquire with the read-back of that time.
+            Design::OwnTermReadBack | Design::ContestedTermTakenAtOnce
+                if stmt.name == "lease.read_claims" =>
+            {
+                m::own_term_read_back(&stmt, &self.tables)
+            }
+            _ => stmt,
         }
     }
 
@@ -385,33 +394,6 @@ impl PublicationModel {
             .map(|c| u8::try_from(c).unwrap_or(u8::MAX))
     }
 
-    /// The timing assumption: a guarded publish statement is sent either
-    /// within `prompt_ticks` of its lease's last stamp or once that lease
-    /// has expired, never in between. See docs/model-checking.md.
-    fn may_send(&self, s: &State, stmt: &Statement) -> bool {
-        if !matches!(
-            stmt.name,
-            "publish.insert_manifest" | "publish.insert_watermark"
-        ) {
-            return true;
-        }
-        let Some(lease_id) = lease_param(stmt) else {
-            return true;
-        };
-        let ttl = u64::from(self.cfg.ttl_ticks) * TICK_NS;
-        let Some(stamp) =
-            s.db.lease
-                .iter()
-                .filter(|r| r.lease_id == lease_id)
-                .map(|r| r.expires_at_ns.saturating_sub(ttl))
-                .max()
-        else {
-            return true;
-        };
-        let now = u64::from(s.now) * TICK_NS;
-        now <= stamp + u64::from(self.cfg.prompt_ticks) * TICK_NS || now >= stamp + ttl
-    }
-
     fn client_step(&self, s: &mut State, i: usize, draw: Option<u64>) {
         let now = s.now;
         let p = &mut s.publishers[i];
@@ -562,10 +544,12 @@ impl PublicationModel {
         let Step::Execute(search) = page.poll() else {
             return None;
         };
-        let search = if self.cfg.design == Design::MembershipOnVersionAlone {
-            capcat_proto::mutations::membership_on_version_alone(&search, &self.tables)
-        } else {
-            search
+        let search = match self.cfg.design {
+            Design::MembershipOnVersionAlone => {
+                capcat_proto::mutations::membership_on_version_alone(&search, &self.tables)
+            }
+            Design::RowsAboveWatermark => capcat_proto::mutations::rows_above_watermark(&search),
+            _ => search,
         };
         match search.params.get(WATERMARK_PARAM) {
             Some(Param::UInt64(w)) => Some((*w, search)),
@@ -577,11 +561,15 @@ impl PublicationModel {
         match self.reader_statement(s) {
             Some((watermark, stmt)) => {
                 let membership = engine::membership(&self.tables, &stmt.sql);
+                let rows_bounded = engine::rows_bounded(&stmt.sql);
                 let snapshot = s.db.visible_at(membership, watermark);
+                let rows = s.db.resolved_at(membership, rows_bounded, watermark);
                 s.reader.pinned = Some(Pinned {
                     watermark,
                     membership,
+                    rows_bounded,
                     snapshot,
+                    rows,
                 });
             }
             None => debug_assert!(false, "the reader machine did not build its statements"),
@@ -604,7 +592,8 @@ impl PublicationModel {
             && properties::reported_means_visible(self, s)
             && properties::inventory_only_after_publish(self, s)
             && properties::one_live_lease(self, s)
-            && properties::versions_unique(self, s))
+            && properties::versions_unique(self, s)
+            && properties::pinned_reads_never_change(self, s))
     }
 
     /// Every action enabled in `s`.
@@ -685,9 +674,6 @@ impl PublicationModel {
                     continue;
                 };
                 let stmt = self.as_sent(stmt);
-                if !self.may_send(s, &stmt) {
-                    continue;
-                }
                 let Some(name) = client_action_name(stmt.name) else {
                     debug_assert!(false, "no action name for {}", stmt.name);
                     continue;
@@ -787,6 +773,8 @@ impl PublicationModel {
             Action::ReReadSnapshot => {
                 if let Some(p) = &s.reader.pinned {
                     s.reader.reread = Some(s.db.visible_at(p.membership, p.watermark));
+                    s.reader.reread_rows =
+                        Some(s.db.resolved_at(p.membership, p.rows_bounded, p.watermark));
                 }
             }
             Action::CrashRestart { publisher, orphan } => {

@@ -21,6 +21,7 @@ pub fn all(liveness: bool) -> Vec<Property<PublicationModel>> {
         ),
         Property::always(n::ONE_LIVE_LEASE, one_live_lease),
         Property::always(n::VERSIONS_UNIQUE, versions_unique),
+        Property::always(n::PINNED_READS_NEVER_CHANGE, pinned_reads_never_change),
     ];
     if liveness {
         out.push(Property::always(
@@ -40,6 +41,19 @@ pub fn pinned_snapshot_never_grows(_: &PublicationModel, s: &State) -> bool {
     };
     s.db.visible_at(p.membership, p.watermark) == p.snapshot
         && s.reader.reread.as_ref().is_none_or(|r| *r == p.snapshot)
+}
+
+/// Once the reader has pinned W, what a read at W returns (each member's
+/// resolved row and its `index_version`) never changes, now and on its
+/// re-read, and never carries a version above W.
+pub fn pinned_reads_never_change(_: &PublicationModel, s: &State) -> bool {
+    let Some(p) = &s.reader.pinned else {
+        return true;
+    };
+    let now = s.db.resolved_at(p.membership, p.rows_bounded, p.watermark);
+    now == p.rows
+        && p.rows.values().all(|v| *v <= p.watermark)
+        && s.reader.reread_rows.as_ref().is_none_or(|r| *r == p.rows)
 }
 
 /// A guarded statement whose lease was not the live head when its guard
@@ -85,20 +99,32 @@ pub fn versions_unique(_: &PublicationModel, s: &State) -> bool {
 /// At every terminal state, each publisher that held the lease in its
 /// current incarnation has published, found nothing to do, or lost its
 /// lease (told so by its pass, or its lease is no longer the uncontested
-/// head: another claim took the term).
+/// head: another claim took the term), or is waiting out a live row of
+/// another lease (which the frozen clock of this check never expires).
 pub fn holder_eventually_publishes(m: &PublicationModel, s: &State) -> bool {
     if !m.is_terminal(s) {
         return true;
     }
     let top = s.db.lease.iter().map(|r| r.term).max();
     let at_top: Vec<_> = s.db.lease.iter().filter(|r| Some(r.term) == top).collect();
+    let now_ns = u64::from(s.now) * super::config::TICK_NS;
     s.publishers.iter().all(|p| {
         let still_head = match at_top.as_slice() {
             [only] => p.own_lease_ids.contains(&only.lease_id),
             _ => false,
         };
+        // A live row of another lease (a rival's claim that lost its race
+        // but has not expired) refuses every read-back until it expires:
+        // the price of the rival-aware read-back, one TTL at most. The
+        // frozen clock of this check never lets it expire, so such a
+        // holder is excused here; its own rows never excuse it.
+        let blocked_by_rival =
+            s.db.lease
+                .iter()
+                .any(|r| !p.own_lease_ids.contains(&r.lease_id) && r.expires_at_ns > now_ns);
         !p.held_ever
             || !still_head
+            || blocked_by_rival
             || matches!(
                 p.ended,
                 Some(PassEnd::Indexed | PassEnd::NothingToDo | PassEnd::LeaseLost)

@@ -109,8 +109,13 @@ pub struct Pinned {
     pub watermark: u64,
     /// The membership predicate found in its statement's SQL.
     pub membership: Membership,
+    /// Whether its statement bounds descriptor rows by W (`pinned_rows`).
+    pub rows_bounded: bool,
     /// What the snapshot at W held when W was pinned.
     pub snapshot: BTreeSet<PackRef>,
+    /// What the read returned when W was pinned: per member pack, the
+    /// `index_version` of the row it resolved to.
+    pub rows: BTreeMap<PackRef, u64>,
 }
 
 /// The reader.
@@ -120,6 +125,8 @@ pub struct ReaderState {
     pub pinned: Option<Pinned>,
     /// What its re-read returned, once it has re-read.
     pub reread: Option<BTreeSet<PackRef>>,
+    /// The rows its re-read resolved, once it has re-read.
+    pub reread_rows: Option<BTreeMap<PackRef, u64>>,
 }
 
 /// What happened, as the properties need it.

@@ -263,7 +263,9 @@ impl Machine for LeaseClaim {
                 &self.holder,
                 self.cfg.lease_ttl_ns(),
             )),
-            State::ReadBack { term, .. } => Step::Execute(sql::read_claims(&self.tables, *term)),
+            State::ReadBack { term, lease_id } => {
+                Step::Execute(sql::read_claims(&self.tables, *term, *lease_id))
+            }
             State::Done(outcome) => Step::Done(outcome.clone()),
         }
     }

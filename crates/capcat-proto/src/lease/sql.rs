@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
-use crate::fragments::{LEASE_ID_PARAM, lease_fence};
+use crate::fragments::{
+    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, TERM_PARAM, claim_read_back, lease_fence,
+};
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
 
@@ -35,7 +37,7 @@ pub fn read_head(tables: &Tables) -> Statement {
              toUInt64(ifNull((SELECT max(expires_at_ns) FROM {lease} \
              WHERE term = (SELECT max(term) FROM {lease})), 0)) AS term_expires_at_ns, \
              toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live \
-             FROM {lease} ORDER BY term DESC, lease_id DESC LIMIT 2",
+             FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 2",
             lease = tables.publisher_lease()
         ),
         params: BTreeMap::new(),
@@ -102,15 +104,20 @@ pub fn insert_claim(
     }
 }
 
-/// `lease.read_claims`: every claim at `term`, for the sole-claimant check.
-pub fn read_claims(tables: &Tables, term: u64) -> Statement {
+/// `lease.read_claims`: the sole-claimant check after a claim at `term`.
+/// Returns every row at or above `term` and every live row of another
+/// lease ([`claim_read_back`]); the claimant holds only if each row is its
+/// own.
+pub fn read_claims(tables: &Tables, term: u64, lease_id: Uuid) -> Statement {
     let mut params = BTreeMap::new();
-    params.insert("term".to_owned(), Param::UInt64(term));
+    params.insert(TERM_PARAM.to_owned(), Param::UInt64(term));
+    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
     Statement {
         name: "lease.read_claims",
         sql: format!(
-            "SELECT lease_id, expires_at_ns FROM {lease} WHERE term = {{term:UInt64}}",
-            lease = tables.publisher_lease()
+            "SELECT lease_id, expires_at_ns FROM {lease} WHERE {read_back}",
+            lease = tables.publisher_lease(),
+            read_back = claim_read_back(tables),
         ),
         params,
         settings: CONSISTENT,
@@ -131,11 +138,17 @@ pub fn read_claims(tables: &Tables, term: u64) -> Statement {
 /// (expiry 0) above the head only while the head is still this lease and
 /// live. Reading the head and then writing would let a stale writer that
 /// shuts down cleanly revoke a successor's live lease; here the check and the
-/// write are the same server-side statement.
+/// write are the same server-side statement. It carries the publish
+/// statements' cap, so a tombstone, like every fenced row, lands within the
+/// margin its fence asked for.
 pub fn release(tables: &Tables, cfg: &Config, lease_id: Uuid, holder: &str) -> Statement {
     let mut params = BTreeMap::new();
     params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
     params.insert("holder".to_owned(), Param::String(holder.to_owned()));
+    params.insert(
+        FENCE_MARGIN_PARAM.to_owned(),
+        Param::UInt64(cfg.fence_margin_ns()),
+    );
     let guard = if cfg.is(VariantName::UnfencedRelease) {
         "1 = 1".to_owned()
     } else {
@@ -151,7 +164,7 @@ pub fn release(tables: &Tables, cfg: &Config, lease_id: Uuid, holder: &str) -> S
             lease = tables.publisher_lease()
         ),
         params,
-        settings: CONSISTENT,
+        settings: crate::publish::sql::guarded_settings(cfg),
         expect: Expect::Nothing,
     }
 }

@@ -238,6 +238,10 @@ impl Machine for Publish {
                 self.version,
                 self.publish_id,
                 self.lease.lease_id,
+                // The packs are a set (built from a BTreeSet), so their
+                // count is the number of distinct manifest rows expected. A
+                // usize always fits a u64 on the targets this crate builds for.
+                u64::try_from(self.packs.len()).unwrap_or(u64::MAX),
             )),
             #[cfg(any(test, feature = "mutations"))]
             State::ReadBack if self.cfg.is(VariantName::PostWriteCheck) => {

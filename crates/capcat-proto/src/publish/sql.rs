@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
-use crate::fragments::{INDEX_VERSION_PARAM, LEASE_ID_PARAM, lease_fence, version_barrier};
+use crate::fragments::{
+    FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM, lease_fence,
+    manifest_complete, version_barrier,
+};
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
 
@@ -45,8 +48,17 @@ pub fn guarded_settings(cfg: &Config) -> Settings {
     }
 }
 
-fn guarded_params(version: u64, publish_id: Uuid, lease_id: Uuid) -> BTreeMap<String, Param> {
+fn guarded_params(
+    cfg: &Config,
+    version: u64,
+    publish_id: Uuid,
+    lease_id: Uuid,
+) -> BTreeMap<String, Param> {
     let mut params = BTreeMap::new();
+    params.insert(
+        FENCE_MARGIN_PARAM.to_owned(),
+        Param::UInt64(cfg.fence_margin_ns()),
+    );
     params.insert(INDEX_VERSION_PARAM.to_owned(), Param::UInt64(version));
     params.insert("publish_id".to_owned(), Param::Uuid(publish_id));
     params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
@@ -62,7 +74,7 @@ pub fn insert_manifest(
     lease_id: Uuid,
     packs: Vec<PackRef>,
 ) -> Statement {
-    let mut params = guarded_params(version, publish_id, lease_id);
+    let mut params = guarded_params(cfg, version, publish_id, lease_id);
     params.insert("packs".to_owned(), Param::StorePacks(packs));
     Statement {
         name: "publish.insert_manifest",
@@ -81,24 +93,34 @@ pub fn insert_manifest(
 }
 
 /// `publish.insert_watermark`: the row that makes V (and the manifest rows
-/// of the same publish_id) visible, guarded.
+/// of the same publish_id) visible, guarded by `VERSION_BARRIER AND
+/// LEASE_FENCE AND MANIFEST_COMPLETE`: it lands only while all
+/// `manifest_packs` manifest rows of this attempt stand, so `Won` means
+/// visible.
 pub fn insert_watermark(
     tables: &Tables,
     cfg: &Config,
     version: u64,
     publish_id: Uuid,
     lease_id: Uuid,
+    manifest_packs: u64,
 ) -> Statement {
+    let mut params = guarded_params(cfg, version, publish_id, lease_id);
+    params.insert(
+        MANIFEST_PACKS_PARAM.to_owned(),
+        Param::UInt64(manifest_packs),
+    );
     Statement {
         name: "publish.insert_watermark",
         sql: format!(
             "INSERT INTO {watermark} (index_version, publish_id, published_at_ns) \
              SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, toUnixTimestamp64Nano(now64(9)) \
-             FROM system.one WHERE {guard}",
+             FROM system.one WHERE {guard} AND {complete}",
             watermark = tables.index_watermark(),
             guard = publish_guard(tables, cfg),
+            complete = manifest_complete(tables),
         ),
-        params: guarded_params(version, publish_id, lease_id),
+        params,
         settings: guarded_settings(cfg),
         expect: Expect::Nothing,
     }

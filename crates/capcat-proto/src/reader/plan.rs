@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::config::MAX_CHUNK;
 use crate::descriptor::CAPTURE_IDENTITY;
-use crate::fragments::{MembershipBound, WATERMARK_PARAM, membership_predicate};
+use crate::fragments::{MembershipBound, WATERMARK_PARAM, membership_predicate, pinned_rows};
 use crate::reader::error::ReaderError;
 use crate::reader::projection::{inner_select_list, outer_select_list, result_columns};
 use crate::reader::query::{SearchQuery, filter_conditions};
@@ -90,9 +90,15 @@ fn resolving_sql(tables: &Tables, conditions: &[String], limit: bool) -> String 
     )
 }
 
+/// The pinned read's two conditions: rows written at or below W, of packs
+/// that are members at W.
 fn pinned(watermark: u64, params: &mut BTreeMap<String, Param>, tables: &Tables) -> String {
     params.insert(WATERMARK_PARAM.to_owned(), Param::UInt64(watermark));
-    membership_predicate(tables, MembershipBound::PinnedAtWatermark)
+    format!(
+        "{}\n      AND {}",
+        pinned_rows(),
+        membership_predicate(tables, MembershipBound::PinnedAtWatermark)
+    )
 }
 
 /// `reader.search_page`: one page of captures at watermark `watermark`.

@@ -189,8 +189,13 @@ impl LeaseLog {
 
     fn ordered(&self) -> Vec<LeaseRow> {
         let mut rows = self.rows.clone();
+        // LEASE_ORDER: term DESC, lease_id DESC, expires_at_ns DESC.
         rows.sort_by(|a, b| {
-            (b.term, ch_uuid_key(b.lease_id)).cmp(&(a.term, ch_uuid_key(a.lease_id)))
+            (b.term, ch_uuid_key(b.lease_id), b.expires_at_ns).cmp(&(
+                a.term,
+                ch_uuid_key(a.lease_id),
+                a.expires_at_ns,
+            ))
         });
         rows
     }
@@ -200,10 +205,11 @@ impl LeaseLog {
         self.ordered().into_iter().next()
     }
 
-    /// The fence as the server evaluates it.
-    pub fn fence_admits(&self, lease_id: Uuid) -> bool {
-        self.head()
-            .is_some_and(|h| h.lease_id == lease_id && h.expires_at_ns > self.now_ns)
+    /// The fence as the server evaluates it, with the statement's margin.
+    pub fn fence_admits(&self, lease_id: Uuid, margin_ns: u64) -> bool {
+        self.head().is_some_and(|h| {
+            h.lease_id == lease_id && h.expires_at_ns > self.now_ns.saturating_add(margin_ns)
+        })
     }
 
     /// Answers a lease statement; `None` for statements it does not know.
@@ -255,10 +261,31 @@ impl LeaseLog {
             }
             "lease.read_claims" => {
                 let term = u64_param(stmt, "term");
+                let lease_id = uuid_param(stmt, "lease_id");
+                // The read-back predicate is read off the statement: the
+                // canonical one sees every row at or above the term and every
+                // live row of another lease; anything else is refused.
+                assert!(
+                    stmt.sql
+                        .contains(&capcat_proto::fragments::claim_read_back(&tables)),
+                    "the fake knows only the canonical read-back: {}",
+                    stmt.sql
+                );
+                let now = self.now_ns;
+                let released = |id: Uuid| {
+                    self.rows
+                        .iter()
+                        .any(|r| r.lease_id == id && r.expires_at_ns == 0)
+                };
                 let rows = self
                     .rows
                     .iter()
-                    .filter(|r| r.term == term)
+                    .filter(|r| {
+                        r.term >= term
+                            || (r.lease_id != lease_id
+                                && r.expires_at_ns > now
+                                && !released(r.lease_id))
+                    })
                     .map(|r| claim_row(r.lease_id, r.expires_at_ns))
                     .collect();
                 Some(rows_input(rows))
@@ -268,7 +295,7 @@ impl LeaseLog {
                 let fenced = stmt
                     .sql
                     .contains(&capcat_proto::fragments::lease_fence(&tables));
-                if !fenced || self.fence_admits(lease_id) {
+                if !fenced || self.fence_admits(lease_id, u64_param(stmt, "fence_margin_ns")) {
                     let term = self.rows.iter().map(|r| r.term).max().unwrap_or(0) + 1;
                     self.rows.push(LeaseRow {
                         term,
@@ -327,8 +354,11 @@ impl FakeCatalog {
         let version = u64_param(stmt, "index_version");
         let max = self.watermark.iter().map(|(v, _)| *v).max().unwrap_or(0);
         let barrier_ok = !stmt.sql.contains(&barrier) || max < version;
-        let fence_ok =
-            !stmt.sql.contains(&fence) || self.lease.fence_admits(uuid_param(stmt, "lease_id"));
+        let fence_ok = !stmt.sql.contains(&fence)
+            || self.lease.fence_admits(
+                uuid_param(stmt, "lease_id"),
+                u64_param(stmt, "fence_margin_ns"),
+            );
         barrier_ok && fence_ok
     }
 
@@ -387,7 +417,20 @@ impl FakeCatalog {
                 ok()
             }
             "publish.insert_watermark" => {
-                if self.guard_passes(stmt) {
+                let complete = capcat_proto::fragments::manifest_complete(&self.tables);
+                let (v, p) = (
+                    u64_param(stmt, "index_version"),
+                    uuid_param(stmt, "publish_id"),
+                );
+                let members: std::collections::BTreeSet<(&String, &Uuid)> = self
+                    .manifest
+                    .iter()
+                    .filter(|m| m.0 == v && m.1 == p)
+                    .map(|m| (&m.2, &m.3))
+                    .collect();
+                let complete_ok = !stmt.sql.contains(&complete)
+                    || u64::try_from(members.len()).ok() == Some(u64_param(stmt, "manifest_packs"));
+                if self.guard_passes(stmt) && complete_ok {
                     self.watermark.push((
                         u64_param(stmt, "index_version"),
                         uuid_param(stmt, "publish_id"),
