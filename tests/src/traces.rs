@@ -39,26 +39,31 @@ pub const SEARCH_LIMIT: usize = 5_000_000;
 /// The configuration and property under which each rejected design fails
 /// (as model-check/tests/publication.rs checks them).
 pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
-    let ci = ModelConfig::ci;
+    // The hazard configurations of model-check/tests/publication.rs: the CI
+    // configuration with a clock of two ticks and one hazard switched on.
+    let hazard = |d| ModelConfig {
+        max_ticks: 2,
+        ..ModelConfig::ci(d)
+    };
     let foreign = |d| ModelConfig {
         foreign_writes: 1,
         crashes: 0,
-        ..ci(d)
+        ..hazard(d)
     };
     vec![
         (
             Design::BarrierOnly,
-            ci(Design::BarrierOnly),
+            hazard(Design::BarrierOnly),
             n::FENCED_OUT_WRITES_NOTHING,
         ),
         (
             Design::PostWriteCheck,
-            ci(Design::PostWriteCheck),
+            hazard(Design::PostWriteCheck),
             n::FENCED_OUT_WRITES_NOTHING,
         ),
         (
             Design::TwoSubqueryFence,
-            ci(Design::TwoSubqueryFence),
+            hazard(Design::TwoSubqueryFence),
             n::FENCED_OUT_WRITES_NOTHING,
         ),
         (
@@ -76,7 +81,7 @@ pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
             ModelConfig {
                 release: true,
                 crashes: 0,
-                ..ci(Design::UnfencedRelease)
+                ..hazard(Design::UnfencedRelease)
             },
             n::ONE_LIVE_LEASE,
         ),
@@ -84,29 +89,38 @@ pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
             Design::FreshLeaseIdOnReacquire,
             ModelConfig {
                 reacquire: true,
-                ..ci(Design::FreshLeaseIdOnReacquire)
+                ..hazard(Design::FreshLeaseIdOnReacquire)
             },
             n::ONE_LIVE_LEASE,
         ),
         (
             Design::NoExecutionCap,
-            ci(Design::NoExecutionCap),
-            n::PINNED_SNAPSHOT_NEVER_GROWS,
-        ),
-        (
-            Design::CapAtLeastTtl,
-            ci(Design::CapAtLeastTtl),
+            hazard(Design::NoExecutionCap),
             n::PINNED_SNAPSHOT_NEVER_GROWS,
         ),
         (
             Design::InventoryBeforePublish,
-            ci(Design::InventoryBeforePublish),
+            hazard(Design::InventoryBeforePublish),
             n::INVENTORY_ONLY_AFTER_PUBLISH,
         ),
         (
-            Design::ContestedTermTakenAtOnce,
-            ci(Design::ContestedTermTakenAtOnce),
+            Design::MarginlessFence,
+            hazard(Design::MarginlessFence),
             n::PINNED_SNAPSHOT_NEVER_GROWS,
+        ),
+        (
+            Design::OwnTermReadBack,
+            ModelConfig {
+                attempts: (2, 1, 1),
+                crashes: 0,
+                ..hazard(Design::OwnTermReadBack)
+            },
+            n::PINNED_SNAPSHOT_NEVER_GROWS,
+        ),
+        (
+            Design::RowsAboveWatermark,
+            hazard(Design::RowsAboveWatermark),
+            n::PINNED_READS_NEVER_CHANGE,
         ),
     ]
 }
