@@ -70,7 +70,11 @@ fn random_walks_of_the_shipped_design_export_every_statement() {
         .iter()
         .filter_map(Json::as_str)
         .filter(|s| s.starts_with("INSERT INTO") && s.contains("snapshot_manifest"))
-        .all(|s| s.contains("expires_at_ns > toUnixTimestamp64Nano(now64(9)))"));
+        .all(|s| {
+            s.contains(&capcat_proto::fragments::lease_fence(
+                &capcat_proto::Tables::new("m").expect("prefix"),
+            ))
+        });
     assert!(fenced);
 }
 

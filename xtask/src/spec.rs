@@ -598,7 +598,7 @@ mod tests {
         let publication = &models[0];
         assert_eq!(publication.model, "Publication");
         assert!(publication.actions.contains(&"EvaluateGuard".to_owned()));
-        assert_eq!(publication.invariants.len(), 6);
+        assert_eq!(publication.invariants.len(), 7);
         assert_eq!(publication.tla_only_invariants, ["TypeOK"]);
         assert_eq!(publication.properties, ["HolderEventuallyPublishes"]);
         assert_eq!(publication.variants[0], "Shipped");

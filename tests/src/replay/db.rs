@@ -34,8 +34,10 @@ pub struct TableSpec {
 pub const TABLES: [TableSpec; 6] = [
     TableSpec {
         model: "publisher_lease",
-        columns: &["term", "lease_id", "holder", "expires_at_ns"],
-        time: Some(3),
+        // The model's `LeaseRow` field order (its derived order is
+        // LEASE_ORDER, so the expiry comes before the holder).
+        columns: &["term", "lease_id", "expires_at_ns", "holder"],
+        time: Some(2),
         replacing: None,
     },
     TableSpec {

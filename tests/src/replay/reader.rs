@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::mutations::membership_on_version_alone;
+use capcat_proto::mutations::{membership_on_version_alone, rows_above_watermark};
 use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};
 use capcat_proto::{Expect, Input, Machine, Statement, Step, Value};
 
@@ -17,6 +17,10 @@ use super::db::TraceDb;
 
 /// A pinned snapshot: packs as (store_id, pack_id) atoms.
 pub type Snapshot = BTreeSet<(String, String)>;
+
+/// What a pinned read returned: (store_id, pack_id, index_version) atoms of
+/// every resolved row.
+pub type Resolved = BTreeSet<(String, String, String)>;
 
 /// What the reader pinned on the engine.
 #[derive(Clone, Debug)]
@@ -27,6 +31,29 @@ pub struct PinnedRead {
     pub search: Statement,
     /// The packs it returned at pinning.
     pub snapshot: Snapshot,
+    /// The rows it resolved at pinning.
+    pub rows: Resolved,
+}
+
+fn resolved_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Resolved {
+    let Expect::Rows(columns) = &stmt.expect else {
+        return Resolved::new();
+    };
+    let at = |name: &str| columns.iter().position(|c| c.name == name);
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Uuid(u) => u.hyphenated().to_string(),
+        Value::UInt64(n) => n.to_string(),
+        other => format!("{other:?}"),
+    };
+    match (at("store_id"), at("pack_id"), at("index_version")) {
+        (Some(s), Some(p), Some(v)) => rows
+            .0
+            .iter()
+            .filter_map(|r| Some((text(r.get(s)?), text(r.get(p)?), text(r.get(v)?))))
+            .collect(),
+        _ => Resolved::new(),
+    }
 }
 
 fn packs_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Snapshot {
@@ -131,12 +158,20 @@ impl PinnedRead {
             }
             _ => search,
         };
+        // The model's `RowsAboveWatermark` reader, through the same hook.
+        let search = if predicted.contains("rows_bounded: false") {
+            rows_above_watermark(&search)
+        } else {
+            search
+        };
         let rows = db.run_proto(&search).map_err(|e| (search.sql.clone(), e))?;
         let snapshot = packs_of(&search, &rows);
+        let resolved = resolved_of(&search, &rows);
         Ok(Self {
             watermark,
             search,
             snapshot,
+            rows: resolved,
         })
     }
 
@@ -145,12 +180,15 @@ impl PinnedRead {
         self.search.sql.clone()
     }
 
-    /// Re-runs the search at the pinned W.
-    pub fn read_again(&self, db: &TraceDb) -> Result<Snapshot, (String, String)> {
+    /// Re-runs the search at the pinned W: its packs and its rows.
+    pub fn read_again(&self, db: &TraceDb) -> Result<(Snapshot, Resolved), (String, String)> {
         let rows = db
             .run_proto(&self.search)
             .map_err(|e| (self.search.sql.clone(), e))?;
-        Ok(packs_of(&self.search, &rows))
+        Ok((
+            packs_of(&self.search, &rows),
+            resolved_of(&self.search, &rows),
+        ))
     }
 
     /// Compares the pin with the model's: `Err((predicted, actual))`.

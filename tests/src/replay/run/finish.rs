@@ -99,7 +99,7 @@ impl Replay<'_> {
             self.compared += 1;
         }
         if let Some(pinned) = &self.pinned {
-            let now = pinned
+            let (now, rows) = pinned
                 .read_again(&self.db)
                 .map_err(|(sql, e)| self.engine_error(&last, &sql, e))?;
             if now != pinned.snapshot {
@@ -108,6 +108,8 @@ impl Replay<'_> {
                     pinned.watermark, pinned.snapshot
                 ));
             }
+            let pinned = pinned.clone();
+            self.observe_rows("at the end", &pinned, &rows);
         }
         Ok(())
     }

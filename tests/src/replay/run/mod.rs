@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::atoms::model_atoms;
 use super::clock::{ModelClock, TICK_GUARD, near_expiry, wall_ns};
 use super::db::{TABLES, TableSpec, TraceDb, spec};
-use super::reader::PinnedRead;
+use super::reader::{PinnedRead, Resolved};
 use super::report::{Disagreement, ReplayError, Reproduction, TraceReport, Untested};
 use super::trace::{Trace, TraceStatement, TraceStep};
 
@@ -75,6 +75,8 @@ struct Observed {
     inventory_writes: Vec<(String, String, usize)>,
     /// A re-read of a pinned snapshot differed from the pin.
     snapshot_grew: Vec<String>,
+    /// What a pinned read returned changed, or resolved a row above W.
+    rows_changed: Vec<String>,
 }
 
 /// One trace being replayed.

@@ -32,7 +32,7 @@ impl Replay<'_> {
                 what: format!("step {} re-reads before any pin", step.index),
             });
         };
-        let now = pinned
+        let (now, rows) = pinned
             .read_again(&self.db)
             .map_err(|(sql, e)| self.engine_error(step, &sql, e))?;
         if now != pinned.snapshot {
@@ -41,6 +41,7 @@ impl Replay<'_> {
                 step.index, pinned.watermark, pinned.snapshot
             ));
         }
+        self.observe_rows(&format!("step {}", step.index), &pinned, &rows);
         if self.in_window(&pinned.sql()) {
             self.untested(Untested::InFlightWindow);
         } else {

@@ -7,9 +7,10 @@ use super::*;
 
 /// The properties whose violation the replay can look for on the real
 /// tables, each with the check [`Replay::violations_of`] runs.
-pub const CHECKED_PROPERTIES: [&str; 5] = [
+pub const CHECKED_PROPERTIES: [&str; 6] = [
     "FencedOutWritesNothing",
     "PinnedSnapshotNeverGrows",
+    "PinnedReadsNeverChange",
     "OneLiveLease",
     "ReportedMeansVisible",
     "InventoryOnlyAfterPublish",
@@ -23,6 +24,7 @@ impl Replay<'_> {
         Some(match property {
             "FencedOutWritesNothing" => o.fenced_out_landed.clone(),
             "PinnedSnapshotNeverGrows" => o.snapshot_grew.clone(),
+            "PinnedReadsNeverChange" => o.rows_changed.clone(),
             // The table half of `OneLiveLease`: a release tombstone landed
             // from a non-holder. Its other half (a holder's acquire refused
             // by its own lease) is a client's decision on rows the replay
@@ -44,6 +46,20 @@ impl Replay<'_> {
             "InventoryOnlyAfterPublish" => self.unpublished_inventory(),
             _ => return None,
         })
+    }
+
+    /// Records a change of what the pinned read returns, or a row above W.
+    pub(super) fn observe_rows(&mut self, when: &str, pinned: &PinnedRead, rows: &Resolved) {
+        let above: Vec<_> = rows
+            .iter()
+            .filter(|(_, _, v)| v.parse::<u64>().is_ok_and(|v| v > pinned.watermark))
+            .collect();
+        if rows != &pinned.rows || !above.is_empty() {
+            self.observed.rows_changed.push(format!(
+                "{when}: W={} resolved {:?} at pinning, now {rows:?}",
+                pinned.watermark, pinned.rows
+            ));
+        }
     }
 
     /// Every check of [`CHECKED_PROPERTIES`] with what it found, found or not.

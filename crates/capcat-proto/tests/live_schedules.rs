@@ -1,0 +1,260 @@
+//! The model checker's counterexamples, replayed as schedules on the real
+//! engine (libchdb through capcat-chdb): with the seed's guards the engine
+//! shows the violation, with the shipped guards it refuses.
+//!
+//! A guarded statement is held between its guard and its rows by appending
+//! `AND sleep(s) = 0` to its WHERE clause: ClickHouse evaluates the guard's
+//! scalar subqueries (and `now64()`) when the query starts, then the slow
+//! predicate delays the row, so every other connection may act in between.
+//! The statement text under test is otherwise verbatim.
+//!
+//! Needs `CAPCAT_LIBCHDB` (or the engine in the cache dir); skips with a
+//! message otherwise, unless `CAPCAT_REQUIRE_ENGINES=1`.
+
+use std::time::{Duration, Instant};
+
+use capcat_chdb::{Engine, Request};
+use capcat_proto::config::Config;
+use capcat_proto::mutations::{marginless_fence, own_term_read_back};
+use capcat_proto::statement::Statement;
+use capcat_proto::{
+    Input, LeaseClaim, LeaseError, Machine, Publish, PublishOutcome, Step, Tables, lease, publish,
+};
+use uuid::Uuid;
+
+mod live_support;
+
+use live_support::{drive, execute};
+
+fn engine(test: &str) -> Option<&'static Engine> {
+    live_support::engine(test, "capcat-proto-schedules")
+}
+
+fn scalar(engine: &Engine, sql: &str) -> u64 {
+    let out = engine
+        .execute(&Request::new(sql).format("TabSeparated"))
+        .expect("scalar query");
+    String::from_utf8_lossy(&out)
+        .trim()
+        .parse()
+        .expect("an unsigned integer")
+}
+
+fn server_now_ns(engine: &Engine) -> u64 {
+    scalar(engine, "SELECT toUnixTimestamp64Nano(now64(9))")
+}
+
+/// Sleeps until the server clock passes `target_ns`.
+fn sleep_until_server(engine: &Engine, target_ns: u64) {
+    // Bounded: the targets are at most a few seconds away.
+    for _ in 0..10_000 {
+        let now = server_now_ns(engine);
+        if now >= target_ns {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos((target_ns - now).min(20_000_000)));
+    }
+    panic!("the server clock did not reach {target_ns}");
+}
+
+fn setup(engine: &Engine, tables: &Tables) {
+    for stmt in capcat_proto::schema::create_schema(tables) {
+        assert!(
+            matches!(execute(engine, &stmt), Input::Rows(_)),
+            "{}",
+            stmt.name
+        );
+    }
+}
+
+/// Packs visible at or below `w`: manifest rows paired with a watermark row
+/// of the same publish.
+fn visible_at(engine: &Engine, t: &Tables, w: u64) -> u64 {
+    scalar(
+        engine,
+        &format!(
+            "SELECT count() FROM {m} WHERE (index_version, publish_id) IN \
+             (SELECT index_version, publish_id FROM {wm} WHERE index_version <= {w})",
+            m = t.snapshot_manifest(),
+            wm = t.index_watermark(),
+        ),
+    )
+}
+
+fn held(stmt: &Statement, seconds: f64) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = format!("{} AND sleep({seconds}) = 0", stmt.sql);
+    out
+}
+
+fn acquire(
+    engine: &Engine,
+    t: &Tables,
+    cfg: &Config,
+    holder: &str,
+    id: u128,
+) -> capcat_proto::Lease {
+    let mut m = LeaseClaim::acquire(
+        t.clone(),
+        cfg.clone(),
+        holder.into(),
+        None,
+        Uuid::from_u128(id),
+    );
+    drive(engine, &mut m).expect("acquired")
+}
+
+/// Counterexample 1 (`MarginlessFence`): a watermark evaluated with less
+/// than its cap left on the lease lands after a successor published and a
+/// reader pinned W. Returns how many packs the pinned W = 2 gained while the
+/// reader held it.
+fn late_watermark_schedule(engine: &'static Engine, prefix: &str, seed_fence: bool) -> u64 {
+    // TTL 4 s, cap 2 s: the held statement may run up to 2 s, long enough
+    // for a successor to acquire and publish after the lease expired.
+    let cfg = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
+    let t = Tables::new(prefix).expect("prefix");
+    setup(engine, &t);
+    let p0 = acquire(engine, &t, &cfg, "p0", 1);
+    let pack0 = ("store".to_owned(), Uuid::from_u128(100));
+    let manifest =
+        publish::sql::insert_manifest(&t, &cfg, 1, Uuid::from_u128(10), p0.lease_id, vec![pack0]);
+    assert!(matches!(execute(engine, &manifest), Input::Rows(_)));
+    // 0.2 s of lease left: the seed's fence still passes, the margin fence
+    // (cap + slack = 2.25 s) does not.
+    sleep_until_server(engine, p0.expires_at_ns - 200_000_000);
+    let watermark =
+        publish::sql::insert_watermark(&t, &cfg, 1, Uuid::from_u128(10), p0.lease_id, 1);
+    let watermark = if seed_fence {
+        marginless_fence(&watermark, &t)
+    } else {
+        watermark
+    };
+    let stalled = held(&watermark, 1.8);
+    let late = std::thread::spawn(move || execute(engine, &stalled));
+    // The successor, once p0's lease has expired by the server's clock.
+    sleep_until_server(engine, p0.expires_at_ns + 20_000_000);
+    let p1 = acquire(engine, &t, &cfg, "p1", 2);
+    let pack1 = ("store".to_owned(), Uuid::from_u128(101));
+    let mut publish_v2 = Publish::new(
+        t.clone(),
+        cfg.clone(),
+        p1,
+        2,
+        [pack1].into_iter().collect(),
+        Uuid::from_u128(20),
+    );
+    let outcome = drive(engine, &mut publish_v2);
+    assert!(
+        matches!(outcome, Ok(PublishOutcome::Won { version: 2, .. })),
+        "{outcome:?}"
+    );
+    let pinned = visible_at(engine, &t, 2);
+    let input = late.join().expect("the held statement's thread");
+    assert!(
+        matches!(input, Input::Rows(_)),
+        "the held statement ran: {input:?}"
+    );
+    visible_at(engine, &t, 2) - pinned
+}
+
+#[test]
+fn a_watermark_evaluated_too_close_to_expiry_grows_a_pinned_snapshot_only_under_the_seed_fence() {
+    let Some(engine) = engine("late_watermark") else {
+        return;
+    };
+    let start = Instant::now();
+    assert_eq!(
+        late_watermark_schedule(engine, "sched_seed_fence", true),
+        1,
+        "the seed's fence passed with 0.2 s left and its row landed under W = 2"
+    );
+    assert_eq!(
+        late_watermark_schedule(engine, "sched_margin_fence", false),
+        0,
+        "the margin fence refused: W = 2 kept what it had"
+    );
+    eprintln!("both schedules ran in {:?}", start.elapsed());
+}
+
+/// Counterexample 2 (`OwnTermReadBack`): a claim retry that read an expired
+/// head lands ABOVE the previous holder's live renewal. The seed's
+/// read-back sees its own term alone and holds; the shipped read-back sees
+/// the other lease's live row and refuses.
+///
+/// p1's head read is answered with the head as the engine returned it an
+/// instant earlier, before p0's renewal landed: p0's previous row at term 1,
+/// expired. Every other statement runs on the engine.
+fn claim_above_a_live_renewal(engine: &Engine, prefix: &str, seed_read_back: bool) -> bool {
+    let cfg = Config::default();
+    let t = Tables::new(prefix).expect("prefix");
+    setup(engine, &t);
+    // p0 holds the lease at term 1, live (its renewal has landed).
+    let p0 = acquire(engine, &t, &cfg, "p0", 1);
+    assert_eq!(p0.term, 1);
+    let mut p1 = LeaseClaim::acquire(
+        t.clone(),
+        cfg.clone(),
+        "p1".into(),
+        None,
+        Uuid::from_u128(2),
+    );
+    let Step::Execute(head) = p1.poll() else {
+        panic!("an acquire reads the head first")
+    };
+    assert_eq!(head.name, "lease.read_head");
+    let expired = vec![
+        capcat_proto::Value::UInt64(1),
+        capcat_proto::Value::Uuid(p0.lease_id),
+        capcat_proto::Value::String("p0".into()),
+        capcat_proto::Value::UInt64(1),
+        capcat_proto::Value::UInt64(0),
+        capcat_proto::Value::UInt64(1),
+        capcat_proto::Value::UInt64(0),
+    ];
+    p1.handle(Input::Rows(capcat_proto::statement::Rows(vec![expired])));
+    assert!(matches!(p1.poll(), Step::Draw { .. }));
+    p1.handle(Input::Drawn(0));
+    let Step::Execute(claim) = p1.poll() else {
+        panic!("the claim")
+    };
+    assert_eq!(
+        claim.params.get("term"),
+        Some(&capcat_proto::Param::UInt64(2))
+    );
+    let input = execute(engine, &claim);
+    p1.handle(input);
+    let Step::Execute(read_back) = p1.poll() else {
+        panic!("the read-back")
+    };
+    let read_back = if seed_read_back {
+        own_term_read_back(&read_back, &t)
+    } else {
+        read_back
+    };
+    p1.handle(execute(engine, &read_back));
+    match p1.poll() {
+        Step::Done(Ok(lease)) => {
+            assert_eq!(lease.term, 2);
+            true
+        }
+        // A refused read-back retries from a fresh head read.
+        Step::Execute(next) if next.name == "lease.read_head" => false,
+        Step::Done(Err(LeaseError::Contested { .. })) => false,
+        other => panic!("unexpected step {other:?}"),
+    }
+}
+
+#[test]
+fn a_claim_above_a_live_renewal_holds_only_under_the_seed_read_back() {
+    let Some(engine) = engine("claim_above") else {
+        return;
+    };
+    assert!(
+        claim_above_a_live_renewal(engine, "sched_seed_read_back", true),
+        "the seed's read-back sees only its own term and holds beside p0"
+    );
+    assert!(
+        !claim_above_a_live_renewal(engine, "sched_rival_read_back", false),
+        "the shipped read-back sees p0's live row and does not hold"
+    );
+}
