@@ -11,6 +11,7 @@ mod cache;
 mod corpus;
 mod engine;
 mod golden;
+mod model;
 mod s3_server;
 mod spec;
 mod test;
@@ -36,6 +37,8 @@ commands:
                      its manifest
   corpus [--check]   regenerate the model's trace corpus (tests/corpus); with
                      --check, regenerate into a temp dir and fail if it differs
+  model [--deep]     list (or, with --deep, run in release) the model
+                     configurations too large for `cargo test`
 ";
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
         "corpus" => corpus::run(rest),
+        "model" => model::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
