@@ -234,13 +234,13 @@ Tick ==
 (* claimants and taken over once its claims expire (the rejected design  *)
 (* ContestedTermTakenAtOnce takes it over at once). Renew claims only     *)
 (* over its own uncontested head and otherwise reports the lease lost.    *)
-ReadLeaseHead(p) ==
+ReadLeaseHeadSkipping(p, skip) ==
     LET l == pub[p]
         mode == IF l.pc = "renew" THEN "renew" ELSE "acquire"
         fresh == l.lid = NoLid
                  \/ (mode = "acquire" /\ Design = "FreshLeaseIdOnReacquire")
         lid == IF fresh THEN nextId ELSE l.lid
-        next == IF HasHead THEN HeadTerm + 1 ELSE 1
+        next == (IF HasHead THEN HeadTerm + 1 ELSE 1) + skip
         ours == HasHead /\ Head.lid = lid /\ ~Contested
         takeable == IF Design = "ContestedTermTakenAtOnce"
                     THEN ~HasHead \/ ~HeadLive \/ Contested
@@ -272,11 +272,20 @@ ReadLeaseHead(p) ==
                       inflight, rd, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped>>
 
-(* A lease row lands. `usurped` records a row landing at a term above a   *)
-(* live, uncontested head of another holder: that revokes a live lease.   *)
+\* The jittered skip of a claim: a claim lands one or two terms above the
+\* head it read (capcat_proto draws it below 8 * attempt + 1).
+ReadLeaseHead(p) == \E skip \in {0, 1} : ReadLeaseHeadSkipping(p, skip)
+
+(* A lease row lands. `usurped` records a release tombstone landing at a *)
+(* term above a live, uncontested head of another holder: a release that  *)
+(* revokes a live lease. (A claim may land above a live head: acquirers   *)
+(* race, and a jittered claim goes above the head it read. That costs the *)
+(* head its fence, and the rival-aware read-back keeps the claimant from  *)
+(* holding beside it.)                                                     *)
 AppendLease(row) ==
     /\ lease' = lease \cup {row}
-    /\ usurped' = (usurped \/ (HeadLive /\ ~Contested /\ row.term > HeadTerm
+    /\ usurped' = (usurped \/ (row.exp = 0 /\ HeadLive /\ ~Contested
+                               /\ row.term > HeadTerm
                                /\ <<row.holder, row.inc>>
                                     # <<Head.holder, Head.inc>>))
 
@@ -311,7 +320,13 @@ ReadBackLease(p) ==
        /\ pub' = IF sole
                  THEN [pub EXCEPT ![p].pc = IF l.mode = "renew" THEN "manifest"
                                             ELSE "alloc_head"]
-                 ELSE [pub EXCEPT ![p].pc = "idle", ![p].lid = NoLid]
+                 \* A refused read-back keeps its lease id: an abandoned
+                 \* acquire claims again under it (its abandoned row is its
+                 \* own, never held against it), and a renewal refused by a
+                 \* rival's live row has not lost the lease (capcat_proto's
+                 \* publish ends with a renewal error, and the next attempt
+                 \* renews under the same id).
+                 ELSE [pub EXCEPT ![p].pc = "idle"]
        /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>

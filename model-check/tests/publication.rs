@@ -135,7 +135,7 @@ fn shipped_design_holds_with_holders_re_acquiring() {
 /// value is a separate action, and the reader is present.
 #[test]
 fn shipped_design_holds_with_claim_retries_enumerating_every_jitter_value_beside_a_reader() {
-    assert_holds(with_claim_retries(Design::Shipped), 458_418);
+    assert_holds(with_claim_retries(Design::Shipped), 731_110);
 }
 
 /// A stale holder releasing, with the crash: the late release tombstone
@@ -148,7 +148,7 @@ fn a_late_release_tombstone_over_a_new_holders_term_holds() {
 
 #[test]
 fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
-    assert_holds(ModelConfig::liveness(Design::Shipped), 321);
+    assert_holds(ModelConfig::liveness(Design::Shipped), 352);
 }
 
 // ---- Every rejected design is found -----------------------------------
@@ -294,7 +294,7 @@ fn own_term_read_back_is_found_with_claim_retries() {
     assert_found(
         with_claim_retries(Design::OwnTermReadBack),
         n::PINNED_SNAPSHOT_NEVER_GROWS,
-        36,
+        34,
     );
 }
 

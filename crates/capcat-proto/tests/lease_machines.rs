@@ -485,3 +485,44 @@ fn a_dead_tombstone_heading_a_term_with_a_live_foreign_claim_is_held_until_the_c
     let lease = acquire(&mut log, "c", None, 3).expect("every row at the term has expired");
     assert_eq!((lease.lease_id, lease.term), (id(3), 3));
 }
+
+/// TLC found it (`OneLiveLease`'s self-lockout half): an acquire whose
+/// read-back was refused by a rival's live claim left its own claim row as
+/// the head; the retry read that row as another lease's live head and was
+/// refused by itself, waiting out a TTL for nothing. The claim id is the
+/// acquire's own: the retry claims above its abandoned row.
+#[test]
+fn an_acquire_retry_is_never_refused_by_its_own_abandoned_claim() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let mut a = LeaseClaim::acquire(tables(), cfg(), "a".into(), None, id(2));
+    // a read the head while the table was empty...
+    let Step::Execute(head) = a.poll() else {
+        panic!("a head read")
+    };
+    assert_eq!(head.name, "lease.read_head");
+    a.handle(common::rows(vec![]));
+    assert!(matches!(a.poll(), Step::Draw { .. }));
+    a.handle(Input::Drawn(0));
+    // ...then b claimed the same term and still holds its row live.
+    let b = acquire(&mut log, "b", None, 1).expect("b holds term 1");
+    assert_eq!(b.term, 1);
+    let Step::Execute(claim) = a.poll() else {
+        panic!("a's claim")
+    };
+    a.handle(log.respond(&claim).expect("claim"));
+    let Step::Execute(read_back) = a.poll() else {
+        panic!("a's read-back")
+    };
+    a.handle(log.respond(&read_back).expect("read-back"));
+    // Refused (b's row is live): a retries from a fresh head read, and its
+    // own abandoned row heads the contested term.
+    let Step::Execute(head) = a.poll() else {
+        panic!("a retry reads the head")
+    };
+    assert_eq!(head.name, "lease.read_head");
+    a.handle(log.respond(&head).expect("head"));
+    match a.poll() {
+        Step::Draw { .. } => {}
+        other => panic!("the retry must claim above its own row, not stop: {other:?}"),
+    }
+}

@@ -82,6 +82,11 @@ fn holder(i: u8) -> String {
     format!("p{i}")
 }
 
+/// The claim id of publisher `i`'s incarnation: one per incarnation, reused
+/// by every acquire round until it holds (as capcat-clickhouse's `Catalog`
+/// does), so a round is never refused by the claim an earlier round
+/// abandoned. `round` distinguishes only the rejected re-acquire design's
+/// freshly minted id.
 fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
     Uuid::from_u128(
         ((u128::from(i) + 1) << 96)
@@ -231,12 +236,16 @@ impl PublicationModel {
                         return;
                     }
                     p.rounds += 1;
+                    let claim_id = fresh_lease_id(idx, p.incarnation, 0);
+                    // The claim id is this incarnation's own row whether or
+                    // not it ever holds: refused by it is a self-lockout.
+                    p.own_lease_ids.insert(claim_id);
                     p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
                         self.tables.clone(),
                         self.proto.clone(),
                         holder(idx),
                         p.held.clone(),
-                        fresh_lease_id(idx, p.incarnation, p.rounds),
+                        claim_id,
                     )));
                 }
                 Phase::Acquire(claim) => match claim.poll() {

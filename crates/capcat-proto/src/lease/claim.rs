@@ -118,9 +118,16 @@ impl LeaseClaim {
             Err(bad) => return self.malformed("lease.read_head", bad),
         };
         let own_id = self.held.as_ref().map(|l| l.lease_id);
+        // In an acquire, the claim id is the caller's own too: a claim it
+        // abandoned (its read-back saw a rival) stands under that id, and
+        // an acquire refused by its own abandoned row would wait out a TTL
+        // for nothing (`OneLiveLease`'s self-lockout half; TLC found it).
+        let own = |id: Uuid| {
+            Some(id) == own_id || (self.mode == ClaimMode::Acquire && id == self.fresh_lease_id)
+        };
         let ours = head
             .as_ref()
-            .is_some_and(|h| !h.contested && Some(h.lease_id) == own_id);
+            .is_some_and(|h| !h.contested && own(h.lease_id));
         let head_term = head.as_ref().map_or(0, |h| h.term);
         match self.mode {
             ClaimMode::Renew => {
@@ -145,7 +152,7 @@ impl LeaseClaim {
                 // as `OneLiveLease`).
                 let held = |h: &LeaseHead| {
                     if self.cfg.waits_out_contested_term() {
-                        h.term_live && Some(h.lease_id) != own_id
+                        h.term_live && !own(h.lease_id)
                     } else {
                         h.live && !h.contested
                     }
@@ -160,9 +167,11 @@ impl LeaseClaim {
                 }
             }
         }
+        // Over its own head the claim keeps that head's id (the held lease's,
+        // or the claim id of an abandoned attempt); otherwise the claim id.
         let keep = ours && !self.cfg.is(VariantName::FreshLeaseIdOnReacquire);
-        let lease_id = match (&self.held, keep) {
-            (Some(l), true) => l.lease_id,
+        let lease_id = match (&head, keep) {
+            (Some(h), true) => h.lease_id,
             _ => self.fresh_lease_id,
         };
         self.state = State::Draw {
