@@ -162,7 +162,7 @@ Fresh(n) == nextId + n <= MaxId + 1
 LocalInit(p, inc) == [pc |-> IF p \in inventory THEN "done" ELSE "idle",
                       mode |-> "acquire",
                       lid |-> NoLid, term |-> 0, vseen |-> 0, cid |-> 0,
-                      v |-> 0, pid |-> 0, inc |-> inc]
+                      v |-> 0, pid |-> 0, inc |-> inc, retry |-> FALSE]
 
 -----------------------------------------------------------------------------
 TypeOK ==
@@ -188,6 +188,7 @@ TypeOK ==
            /\ pub[p].term \in 0..MaxTerm /\ pub[p].vseen \in 0..MaxVersion
            /\ pub[p].cid \in 0..MaxId /\ pub[p].v \in 0..MaxVersion
            /\ pub[p].pid \in 0..MaxId /\ pub[p].inc \in 0..MaxCrashes
+           /\ pub[p].retry \in BOOLEAN
     /\ rd \in [Readers -> [pinned : BOOLEAN, w : 0..MaxVersion,
                            members : SUBSET Packs, reread : SUBSET Packs,
                            rows : SUBSET [pack : Packs, v : 0..MaxVersion],
@@ -272,9 +273,11 @@ ReadLeaseHeadSkipping(p, skip) ==
                       inflight, rd, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped>>
 
-\* The jittered skip of a claim: a claim lands one or two terms above the
-\* head it read (capcat_proto draws it below 8 * attempt + 1).
-ReadLeaseHead(p) == \E skip \in {0, 1} : ReadLeaseHeadSkipping(p, skip)
+\* The jittered skip of a claim retry: after a refused read-back a claim
+\* lands one or two terms above the head it read (capcat_proto draws the
+\* skip below 8 * attempt + 1, so a first attempt skips nothing).
+ReadLeaseHead(p) ==
+    \E skip \in IF pub[p].retry THEN {0, 1} ELSE {0} : ReadLeaseHeadSkipping(p, skip)
 
 (* A lease row lands. `usurped` records a release tombstone landing at a *)
 (* term above a live, uncontested head of another holder: a release that  *)
@@ -319,14 +322,15 @@ ReadBackLease(p) ==
     IN /\ l.pc = "lease_readback"
        /\ pub' = IF sole
                  THEN [pub EXCEPT ![p].pc = IF l.mode = "renew" THEN "manifest"
-                                            ELSE "alloc_head"]
+                                            ELSE "alloc_head",
+                                  ![p].retry = FALSE]
                  \* A refused read-back keeps its lease id: an abandoned
                  \* acquire claims again under it (its abandoned row is its
                  \* own, never held against it), and a renewal refused by a
                  \* rival's live row has not lost the lease (capcat_proto's
                  \* publish ends with a renewal error, and the next attempt
                  \* renews under the same id).
-                 ELSE [pub EXCEPT ![p].pc = "idle"]
+                 ELSE [pub EXCEPT ![p].pc = "idle", ![p].retry = TRUE]
        /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>

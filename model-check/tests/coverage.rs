@@ -144,8 +144,8 @@ fn violations() -> Vec<(Design, ModelConfig, &'static str)> {
             n::PINNED_READS_NEVER_CHANGE,
         ),
         (
-            Design::FreshLeaseIdOnReacquire,
-            ModelConfig::liveness(Design::FreshLeaseIdOnReacquire),
+            Design::CapAtLeastTtl,
+            ModelConfig::liveness(Design::CapAtLeastTtl),
             n::HOLDER_EVENTUALLY_PUBLISHES,
         ),
     ]

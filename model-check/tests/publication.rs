@@ -128,7 +128,7 @@ fn shipped_design_holds_with_a_foreign_row_at_a_version() {
 
 #[test]
 fn shipped_design_holds_with_holders_re_acquiring() {
-    assert_holds(with_reacquire(Design::Shipped), 256_703);
+    assert_holds(with_reacquire(Design::Shipped), 250_535);
 }
 
 /// A contested claim retries with `Step::Draw { below: 9 }`: every jitter
@@ -148,7 +148,7 @@ fn a_late_release_tombstone_over_a_new_holders_term_holds() {
 
 #[test]
 fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
-    assert_holds(ModelConfig::liveness(Design::Shipped), 352);
+    assert_holds(ModelConfig::liveness(Design::Shipped), 340);
 }
 
 // ---- Every rejected design is found -----------------------------------
@@ -219,15 +219,16 @@ fn fresh_lease_id_on_re_acquire_is_found() {
     );
 }
 
+/// In the liveness model too the rejected re-acquire is refused by its own
+/// live lease. (It no longer starves for good: its next acquire round
+/// claims under the incarnation's claim id, which is the lease it forgot.)
 #[test]
-fn fresh_lease_id_on_re_acquire_breaks_liveness() {
-    let cfg = ModelConfig::liveness(Design::FreshLeaseIdOnReacquire);
-    let report = run(cfg, false);
-    let trace = report
-        .counterexamples
-        .get(n::HOLDER_EVENTUALLY_PUBLISHES)
-        .unwrap_or_else(|| panic!("liveness held:\n{}", report.render()));
-    assert_eq!(trace.len(), 7, "counterexample length moved");
+fn fresh_lease_id_on_re_acquire_is_refused_by_its_own_lease_in_the_liveness_model() {
+    assert_found(
+        ModelConfig::liveness(Design::FreshLeaseIdOnReacquire),
+        n::ONE_LIVE_LEASE,
+        4,
+    );
 }
 
 #[test]

@@ -45,8 +45,14 @@ pub enum CatalogError {
     /// A lease operation failed.
     #[error(transparent)]
     Lease(#[from] LeaseError),
-    /// The lease handle was already released; acquire a new one.
-    #[error("lease {lease_id} was released by this handle; acquire the lease again")]
+    /// The lease handle was released, or a release was sent whose effect
+    /// is unknown (it may still land): the lease may not renew or publish
+    /// any more (every rival's read-back ignores a released lease's rows),
+    /// only retry its release; acquire a new one.
+    #[error(
+        "lease {lease_id} was released (or a release of it was sent) by this handle; \
+         acquire the lease again"
+    )]
     Released {
         /// The released lease's id.
         lease_id: Uuid,

@@ -17,6 +17,9 @@ use crate::error::CatalogError;
 pub struct LeaseHandle {
     catalog: Catalog,
     lease: Lease,
+    /// A release was sent (its effect known or not).
+    release_sent: bool,
+    /// A release completed.
     released: bool,
 }
 
@@ -34,14 +37,17 @@ impl LeaseHandle {
         Ok(Self {
             catalog,
             lease,
+            release_sent: false,
             released: false,
         })
     }
 
-    /// The lease as of the last claim; [`CatalogError::Released`] after a
-    /// successful release.
+    /// The lease as of the last claim; [`CatalogError::Released`] once a
+    /// release was sent, whatever its outcome: a tombstone that may still
+    /// land makes every rival's read-back ignore this lease's rows, so the
+    /// lease must never renew or publish again.
     pub fn current(&self) -> Result<&Lease, CatalogError> {
-        if self.released {
+        if self.release_sent {
             Err(CatalogError::Released {
                 lease_id: self.lease.lease_id,
             })
@@ -79,16 +85,19 @@ impl LeaseHandle {
 
     /// Re-acquires the lease: keeps this lease id when it is still the head
     /// (live or not), takes a fresh one otherwise (when nobody live holds it).
+    /// After a release was sent the old id is never presented again.
     pub async fn reacquire(&mut self) -> Result<&Lease, CatalogError> {
+        let held = (!self.release_sent).then(|| self.lease.clone());
         let machine = LeaseClaim::acquire(
             self.catalog.tables().clone(),
             self.catalog.config().clone(),
             self.lease.holder.clone(),
-            Some(self.lease.clone()),
+            held,
             Uuid::new_v4(),
         );
         let lease = self.catalog.run("lease.reacquire", machine).await??;
         self.lease = lease;
+        self.release_sent = false;
         self.released = false;
         Ok(&self.lease)
     }
@@ -98,11 +107,17 @@ impl LeaseHandle {
     /// never revoke a successor. After `Ok` the handle is spent; after `Err`
     /// it still holds the lease.
     pub async fn release(&mut self) -> Result<(), CatalogError> {
+        if self.released {
+            return Err(CatalogError::Released {
+                lease_id: self.lease.lease_id,
+            });
+        }
         let machine = Release::new(
             self.catalog.tables().clone(),
             self.catalog.config().clone(),
-            self.current()?.clone(),
+            self.lease.clone(),
         );
+        self.release_sent = true;
         self.catalog.run("lease.release", machine).await??;
         self.released = true;
         tracing::info!(lease_id = %self.lease.lease_id, "publisher lease released");

@@ -301,12 +301,14 @@ impl PublicationModel {
                     } else {
                         Some(lease)
                     };
+                    let claim_id = fresh_lease_id(idx, p.incarnation, p.rounds + 100);
+                    p.own_lease_ids.insert(claim_id);
                     p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
                         self.tables.clone(),
                         self.proto.clone(),
                         holder(idx),
                         held,
-                        fresh_lease_id(idx, p.incarnation, p.rounds + 100),
+                        claim_id,
                     )));
                 } else {
                     p.phase = Phase::Pass(Box::new(IndexPass::new(

@@ -167,11 +167,18 @@ impl LeaseClaim {
                 }
             }
         }
-        // Over its own head the claim keeps that head's id (the held lease's,
-        // or the claim id of an abandoned attempt); otherwise the claim id.
-        let keep = ours && !self.cfg.is(VariantName::FreshLeaseIdOnReacquire);
-        let lease_id = match (&head, keep) {
-            (Some(h), true) => h.lease_id,
+        // Over its own head, contested or not, the claim keeps that head's
+        // id (the held lease's, or the claim id of an abandoned attempt): a
+        // holder that minted a second id would be a stranger to its own live
+        // row. Never over its own tombstone: a released id must not claim
+        // again, because the read-back of every rival ignores the rows of a
+        // released lease.
+        let reuse = head
+            .as_ref()
+            .filter(|h| own(h.lease_id) && h.expires_at_ns != 0)
+            .map(|h| h.lease_id);
+        let lease_id = match reuse {
+            Some(id) if !self.cfg.is(VariantName::FreshLeaseIdOnReacquire) => id,
             _ => self.fresh_lease_id,
         };
         self.state = State::Draw {

@@ -16,6 +16,15 @@ use super::{Lease, LeaseError, sql};
 /// `Err` means the statement's effect is unknown and the caller must keep
 /// its lease (to retry the release, or to let it expire): clearing it first
 /// would leave a live lease on the server that nothing can release.
+///
+/// Whatever the outcome, once a release was sent the lease must never renew,
+/// publish or claim again under its id: a tombstone makes every rival's
+/// claim read-back ignore that lease's rows, so a later row under the same
+/// id would be invisible to them. And a release must not be sent while a
+/// guarded statement of the lease may still be running (after a
+/// client-side timeout, wait out the fence margin first): its rows would
+/// land after a successor, which no longer waits for the lease's expiry,
+/// took over.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Release {
     tables: Tables,
