@@ -1,5 +1,6 @@
-//! Live tests of the embedded engine: every fact of DESIGN.md's "Engines,
-//! real ones" about libchdb, against the real library (`CAPCAT_LIBCHDB`).
+//! Live tests of the embedded engine: every fact the project relies on
+//! about libchdb (docs/embedded-engine.md), against the real
+//! library (`CAPCAT_LIBCHDB`).
 
 mod common;
 

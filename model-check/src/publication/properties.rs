@@ -1,4 +1,4 @@
-//! The publication model's properties, named as in DESIGN.md and
+//! The publication model's properties, named as in
 //! [`crate::names::publication`].
 
 use stateright::Property;
