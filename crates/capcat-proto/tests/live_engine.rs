@@ -17,31 +17,11 @@ use uuid::Uuid;
 
 mod live_support;
 
-use live_support::{drive, execute};
+use live_support::{count, drive, execute, setup};
 
 /// The one engine of this test process (see `live_support::engine`).
 fn engine(test: &str) -> Option<&'static Engine> {
     live_support::engine(test, "capcat-proto-live")
-}
-
-fn count(engine: &Engine, sql: &str) -> u64 {
-    let out = engine
-        .execute(&Request::new(sql).format("TabSeparated"))
-        .expect("count query");
-    String::from_utf8_lossy(&out)
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-fn setup(engine: &Engine, tables: &Tables) {
-    for stmt in capcat_proto::schema::create_schema(tables) {
-        assert!(
-            matches!(execute(engine, &stmt), Input::Rows(_)),
-            "{}",
-            stmt.name
-        );
-    }
 }
 
 fn acquire(engine: &Engine, tables: &Tables, holder: &str, id: u128) -> Lease {

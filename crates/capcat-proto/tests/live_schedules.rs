@@ -24,20 +24,10 @@ use uuid::Uuid;
 
 mod live_support;
 
-use live_support::{drive, execute};
+use live_support::{count as scalar, drive, execute, setup};
 
 fn engine(test: &str) -> Option<&'static Engine> {
     live_support::engine(test, "capcat-proto-schedules")
-}
-
-fn scalar(engine: &Engine, sql: &str) -> u64 {
-    let out = engine
-        .execute(&Request::new(sql).format("TabSeparated"))
-        .expect("scalar query");
-    String::from_utf8_lossy(&out)
-        .trim()
-        .parse()
-        .expect("an unsigned integer")
 }
 
 fn server_now_ns(engine: &Engine) -> u64 {
@@ -55,16 +45,6 @@ fn sleep_until_server(engine: &Engine, target_ns: u64) {
         std::thread::sleep(Duration::from_nanos((target_ns - now).min(20_000_000)));
     }
     panic!("the server clock did not reach {target_ns}");
-}
-
-fn setup(engine: &Engine, tables: &Tables) {
-    for stmt in capcat_proto::schema::create_schema(tables) {
-        assert!(
-            matches!(execute(engine, &stmt), Input::Rows(_)),
-            "{}",
-            stmt.name
-        );
-    }
 }
 
 /// Packs visible at or below `w`: manifest rows paired with a watermark row

@@ -36,16 +36,7 @@ pub struct PinnedRead {
 }
 
 fn resolved_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Resolved {
-    let Expect::Rows(columns) = &stmt.expect else {
-        return Resolved::new();
-    };
-    let at = |name: &str| columns.iter().position(|c| c.name == name);
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Uuid(u) => u.hyphenated().to_string(),
-        Value::UInt64(n) => n.to_string(),
-        other => format!("{other:?}"),
-    };
+    let at = |name: &str| column(stmt, name);
     match (at("store_id"), at("pack_id"), at("index_version")) {
         (Some(s), Some(p), Some(v)) => rows
             .0
@@ -56,17 +47,26 @@ fn resolved_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Resolved {
     }
 }
 
-fn packs_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Snapshot {
-    let Expect::Rows(columns) = &stmt.expect else {
-        return Snapshot::new();
-    };
-    let at = |name: &str| columns.iter().position(|c| c.name == name);
-    let text = |v: &Value| match v {
+/// A value's atom, as the engine's text form writes it.
+fn text(v: &Value) -> String {
+    match v {
         Value::String(s) => s.clone(),
         Value::Uuid(u) => u.hyphenated().to_string(),
         Value::UInt64(n) => n.to_string(),
         other => format!("{other:?}"),
-    };
+    }
+}
+
+/// The position of result column `name` of `stmt`, if it has one.
+fn column(stmt: &Statement, name: &str) -> Option<usize> {
+    match &stmt.expect {
+        Expect::Rows(columns) => columns.iter().position(|c| c.name == name),
+        Expect::Nothing => None,
+    }
+}
+
+fn packs_of(stmt: &Statement, rows: &capcat_proto::Rows) -> Snapshot {
+    let at = |name: &str| column(stmt, name);
     match (at("store_id"), at("pack_id")) {
         (Some(s), Some(p)) => rows
             .0

@@ -1,7 +1,7 @@
 //! The live tests' driver: the one engine of a test process, and a minimal
 //! adapter that executes capcat-proto statements on it (parameters as text,
 //! settings applied, rows decoded by the expected column types). Shared by
-//! `live_engine.rs` and `reader_live.rs`.
+//! `live_engine.rs`, `live_schedules.rs` and `reader_live.rs`.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -33,6 +33,28 @@ pub fn engine(test: &str, data_dir_tag: &str) -> Option<&'static Engine> {
         println!("skipping {test}: libchdb not available (set CAPCAT_LIBCHDB)");
     }
     engine.as_ref()
+}
+
+/// The one unsigned integer `sql` returns.
+pub fn count(engine: &Engine, sql: &str) -> u64 {
+    let out = engine
+        .execute(&Request::new(sql).format("TabSeparated"))
+        .expect("count query");
+    String::from_utf8_lossy(&out)
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// Creates capcat-proto's schema under `tables`.
+pub fn setup(engine: &Engine, tables: &capcat_proto::Tables) {
+    for stmt in capcat_proto::schema::create_schema(tables) {
+        assert!(
+            matches!(execute(engine, &stmt), Input::Rows(_)),
+            "{}",
+            stmt.name
+        );
+    }
 }
 
 fn unescape(field: &str) -> String {
