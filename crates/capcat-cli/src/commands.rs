@@ -582,6 +582,21 @@ pub(crate) async fn start_waiting_for_lease(
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
+            // Every claim attempt was refused by another lease's live row
+            // (a killed process's claim, or a rival's that lost its race):
+            // it expires within one TTL, so this waits like `Held`.
+            Err(StartError::Lease(LeaseError::Contested { attempts, .. }))
+                if Instant::now() < until =>
+            {
+                if !announced {
+                    println!(
+                        "the publisher lease is contested ({attempts} claims refused by another \
+                         lease's live row); waiting up to {wait:.0?} for it to expire"
+                    );
+                    announced = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
             other => return Ok(other?),
         }
     }

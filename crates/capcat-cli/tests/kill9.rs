@@ -112,7 +112,8 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
             .args(["demo", "--records", "3072", "--packs", "12", "--run", &run])
             .args(["--dir", dir_arg])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            // Kept per run, so a run that fails on its own says why.
+            .stderr(std::fs::File::create(dir.join(format!("{run}.stderr"))).unwrap())
             .spawn()
             .unwrap();
         // The engine loads in ~0.3 s, sealing takes about a second, the
@@ -129,7 +130,11 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
         let spawned = Instant::now();
         let how = loop {
             if let Some(status) = child.try_wait().unwrap() {
-                assert!(status.success(), "run {run} failed on its own: {status}");
+                assert!(
+                    status.success(),
+                    "run {run} failed on its own: {status}\n{}",
+                    std::fs::read_to_string(dir.join(format!("{run}.stderr"))).unwrap_or_default()
+                );
                 break "finished on its own".to_owned();
             }
             let torn_now = mid_seal
