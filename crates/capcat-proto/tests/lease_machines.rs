@@ -526,3 +526,21 @@ fn an_acquire_retry_is_never_refused_by_its_own_abandoned_claim() {
         other => panic!("the retry must claim above its own row, not stop: {other:?}"),
     }
 }
+
+/// A released lease is not held: a renewal over its own tombstone is refused
+/// and writes nothing (every rival's read-back ignores a released lease's
+/// rows, so a row under a released id would be invisible to them).
+#[test]
+fn a_renewal_over_its_own_tombstone_is_refused() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let lease = acquire(&mut log, "a", None, 1).expect("acquire");
+    release(&mut log, cfg(), lease.clone()).expect("released");
+    let rows_before = log.rows.len();
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease);
+    let outcome = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 10).outcome;
+    assert!(
+        matches!(outcome, Err(LeaseError::NotHeld { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(log.rows.len(), rows_before, "no claim under a released id");
+}

@@ -125,9 +125,11 @@ impl LeaseClaim {
         let own = |id: Uuid| {
             Some(id) == own_id || (self.mode == ClaimMode::Acquire && id == self.fresh_lease_id)
         };
+        // Its own tombstone (expiry 0) is not its head to claim over: a
+        // released lease is not held, so a renewal over it is refused.
         let ours = head
             .as_ref()
-            .is_some_and(|h| !h.contested && own(h.lease_id));
+            .is_some_and(|h| !h.contested && own(h.lease_id) && h.expires_at_ns != 0);
         let head_term = head.as_ref().map_or(0, |h| h.term);
         match self.mode {
             ClaimMode::Renew => {
