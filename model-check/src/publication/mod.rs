@@ -10,6 +10,7 @@ pub mod engine;
 pub mod model;
 pub mod properties;
 pub mod state;
+pub mod strict;
 
 pub use action::Action;
 pub use config::ModelConfig;
