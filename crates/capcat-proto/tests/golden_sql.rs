@@ -48,7 +48,7 @@ fn check(stmt: &Statement, snapshot: Snapshot) {
 }
 
 #[test]
-fn the_guard_fragments_are_the_text_design_md_shows() {
+fn the_guard_fragments_are_the_text_docs_protocol_md_shows() {
     expect!["(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1"].assert_eq(&lease_fence(&tables()));
     expect![
         "ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64}"
