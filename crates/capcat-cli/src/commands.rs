@@ -572,27 +572,24 @@ pub(crate) async fn start_waiting_for_lease(
             None => Service::start(cfg.clone(), store.clone(), catalog.clone()).await,
         };
         match started {
-            Err(StartError::Lease(LeaseError::Held { holder, .. })) if Instant::now() < until => {
+            // A live lease of another process (a stopped or killed one), or
+            // every claim refused by another lease's live row (a killed
+            // process's claim, or a rival's that lost its race): either
+            // expires within one TTL, so both are waited out.
+            Err(StartError::Lease(
+                ref refusal @ (LeaseError::Held { .. } | LeaseError::Contested { .. }),
+            )) if Instant::now() < until => {
                 if !announced {
-                    println!(
-                        "the publisher lease is held by {holder:?} (a stopped or killed process?); \
-                         waiting up to {wait:.0?} for it to expire"
-                    );
-                    announced = true;
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            // Every claim attempt was refused by another lease's live row
-            // (a killed process's claim, or a rival's that lost its race):
-            // it expires within one TTL, so this waits like `Held`.
-            Err(StartError::Lease(LeaseError::Contested { attempts, .. }))
-                if Instant::now() < until =>
-            {
-                if !announced {
-                    println!(
-                        "the publisher lease is contested ({attempts} claims refused by another \
-                         lease's live row); waiting up to {wait:.0?} for it to expire"
-                    );
+                    match refusal {
+                        LeaseError::Held { holder, .. } => println!(
+                            "the publisher lease is held by {holder:?} (a stopped or killed \
+                             process?); waiting up to {wait:.0?} for it to expire"
+                        ),
+                        _ => println!(
+                            "the publisher lease is contested (claims refused by another \
+                             lease's live row); waiting up to {wait:.0?} for it to expire"
+                        ),
+                    }
                     announced = true;
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;

@@ -124,17 +124,6 @@ pub enum Variant {
     /// Publish INSERTs carry no guard at all, and the read-back asks "am I
     /// the highest published version?" after the rows are durable.
     PostWriteCheck,
-    /// The seed's fence: the head must be live now, with no margin for the
-    /// statement's own execution (built by
-    /// [`crate::mutations::marginless_fence`]).
-    MarginlessFence,
-    /// The seed's claim read-back: only the claimed term is read, so a
-    /// claim above a live lease of another holder is taken as sole
-    /// (built by [`crate::mutations::own_term_read_back`]).
-    OwnTermReadBack,
-    /// The pinned read without `index_version <= W` on descriptor rows
-    /// (built by [`crate::mutations::rows_above_watermark`]).
-    RowsAboveWatermark,
 }
 
 /// The validated protocol configuration.

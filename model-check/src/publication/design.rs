@@ -110,10 +110,10 @@ impl Design {
             Design::Shipped
             | Design::MembershipOnVersionAlone
             | Design::CapAtLeastTtl
-            | Design::ContestedTermTakenAtOnce => Variant::Shipped,
-            Design::MarginlessFence => Variant::MarginlessFence,
-            Design::OwnTermReadBack => Variant::OwnTermReadBack,
-            Design::RowsAboveWatermark => Variant::RowsAboveWatermark,
+            | Design::ContestedTermTakenAtOnce
+            | Design::MarginlessFence
+            | Design::OwnTermReadBack
+            | Design::RowsAboveWatermark => Variant::Shipped,
         }
     }
 }

@@ -255,7 +255,8 @@ pub fn lease_param(stmt: &Statement) -> Option<Uuid> {
     param_uuid(stmt, LEASE_ID_PARAM).ok()
 }
 
-fn now_ns(now: u8) -> u64 {
+/// Server nanoseconds at model tick `now`.
+pub fn now_ns(now: u8) -> u64 {
     u64::from(now) * TICK_NS
 }
 
@@ -269,9 +270,7 @@ impl Db {
     /// (margin 0): the head is `lease_id` and its expiry is beyond now plus
     /// the margin.
     pub fn fence_passes(&self, lease_id: Uuid, now: u8, margin_ns: u64) -> bool {
-        self.lease_head().is_some_and(|h| {
-            h.lease_id == lease_id && h.expires_at_ns > now_ns(now).saturating_add(margin_ns)
-        })
+        self.head_id_is(lease_id) && self.head_outlives(now, margin_ns)
     }
 
     /// Whether a release tombstone (expiry 0) carries `lease_id`.
@@ -294,8 +293,13 @@ impl Db {
 
     /// Ground truth: is `lease_id` the live head at `now`?
     pub fn is_live_head(&self, lease_id: Uuid, now: u8) -> bool {
+        self.head_id_is(lease_id) && self.head_outlives(now, 0)
+    }
+
+    /// Whether the head row's expiry is beyond now plus `margin_ns`.
+    fn head_outlives(&self, now: u8, margin_ns: u64) -> bool {
         self.lease_head()
-            .is_some_and(|h| h.lease_id == lease_id && h.expires_at_ns > now_ns(now))
+            .is_some_and(|h| h.expires_at_ns > now_ns(now).saturating_add(margin_ns))
     }
 
     fn max_watermark(&self) -> u64 {
@@ -486,11 +490,7 @@ impl Db {
                         Some(ok) => ok,
                         None => self.head_id_is(param_uuid(stmt, LEASE_ID_PARAM)?),
                     };
-                    let margin = param_u64(stmt, FENCE_MARGIN_PARAM)?;
-                    id_ok
-                        && self
-                            .lease_head()
-                            .is_some_and(|h| h.expires_at_ns > now_ns(now).saturating_add(margin))
+                    id_ok && self.head_outlives(now, param_u64(stmt, FENCE_MARGIN_PARAM)?)
                 }
             })
         };

@@ -107,7 +107,7 @@ pub fn holder_eventually_publishes(m: &PublicationModel, s: &State) -> bool {
     }
     let top = s.db.lease.iter().map(|r| r.term).max();
     let at_top: Vec<_> = s.db.lease.iter().filter(|r| Some(r.term) == top).collect();
-    let now_ns = u64::from(s.now) * super::config::TICK_NS;
+    let now_ns = super::engine::now_ns(s.now);
     s.publishers.iter().all(|p| {
         let still_head = match at_top.as_slice() {
             [only] => p.own_lease_ids.contains(&only.lease_id),
