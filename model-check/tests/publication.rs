@@ -128,7 +128,7 @@ fn shipped_design_holds_with_a_foreign_row_at_a_version() {
 
 #[test]
 fn shipped_design_holds_with_holders_re_acquiring() {
-    assert_holds(with_reacquire(Design::Shipped), 250_535);
+    assert_holds(with_reacquire(Design::Shipped), 250_541);
 }
 
 /// A contested claim retries with `Step::Draw { below: 9 }`: every jitter

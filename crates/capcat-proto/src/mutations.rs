@@ -8,8 +8,8 @@
 //! fragment, and the model stops applying the guard.
 
 use crate::fragments::{
-    LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, TERM_PARAM, WATERMARK_PARAM, claim_read_back,
-    lease_fence, manifest_complete, membership_predicate, pinned_rows,
+    LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, SERVER_NOW_NS, TERM_PARAM, WATERMARK_PARAM,
+    claim_read_back, lease_fence, manifest_complete, membership_predicate, pinned_rows,
 };
 use crate::statement::Statement;
 use crate::tables::Tables;
@@ -35,7 +35,7 @@ pub fn marginless_fence_text(tables: &Tables) -> String {
         "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
          ORDER BY {LEASE_ORDER} LIMIT 1) \
          WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
-         AND expires_at_ns > toUnixTimestamp64Nano(now64(9))) = 1",
+         AND expires_at_ns > {SERVER_NOW_NS}) = 1",
         lease = tables.publisher_lease(),
     )
 }

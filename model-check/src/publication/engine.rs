@@ -11,6 +11,7 @@
 
 use std::collections::BTreeSet;
 
+use capcat_proto::fragments::meaning::{self, Reach, rejected};
 use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
     MembershipBound, TERM_PARAM,
@@ -24,23 +25,11 @@ use uuid::Uuid;
 
 use super::config::TICK_NS;
 
-/// One row of `{p}_publisher_lease`. The derived order is
-/// [`fragments::LEASE_ORDER`] read backwards (term, lease_id, expiry, then
-/// the holder, which one lease_id always carries the same of), so the head
-/// is the last row. (Rust orders UUIDs by their bytes; ClickHouse compares
-/// the low half first. Both are total orders, which is all the protocol
-/// relies on.)
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LeaseRow {
-    /// The term.
-    pub term: u64,
-    /// The lease id.
-    pub lease_id: Uuid,
-    /// Expiry in server nanoseconds (0 for a release tombstone).
-    pub expires_at_ns: u64,
-    /// The holder's name.
-    pub holder: String,
-}
+/// One row of `{p}_publisher_lease`: capcat-proto's, so the model and the
+/// fragments' meanings read the same rows. Its derived order is only the
+/// BTree set's canonical storage order; the head is found in the server's
+/// `LEASE_ORDER` by [`meaning::lease_head`].
+pub use capcat_proto::fragments::meaning::LeaseRow;
 
 /// The catalog's tables, append-only, as BTree sets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -263,66 +252,47 @@ pub fn now_ns(now: u8) -> u64 {
 impl Db {
     /// The head of the lease log, as `ORDER BY LEASE_ORDER LIMIT 1` reads it.
     pub fn lease_head(&self) -> Option<&LeaseRow> {
-        self.lease.last()
+        meaning::lease_head(&self.lease)
     }
 
     /// `LEASE_FENCE` (margin `margin_ns`) or the marginless seed fence
     /// (margin 0): the head is `lease_id` and its expiry is beyond now plus
     /// the margin.
     pub fn fence_passes(&self, lease_id: Uuid, now: u8, margin_ns: u64) -> bool {
-        self.head_id_is(lease_id) && self.head_outlives(now, margin_ns)
+        meaning::lease_fence(&self.lease, lease_id, now_ns(now), margin_ns)
     }
 
     /// Whether a release tombstone (expiry 0) carries `lease_id`.
     pub fn released(&self, lease_id: Uuid) -> bool {
-        self.lease
-            .iter()
-            .any(|r| r.lease_id == lease_id && r.expires_at_ns == 0)
+        meaning::released(&self.lease, lease_id)
     }
 
     /// `MANIFEST_COMPLETE`: the distinct packs of manifest rows at
     /// `(version, publish_id)` number `packs`.
     pub fn manifest_complete(&self, version: u64, publish_id: Uuid, packs: u64) -> bool {
-        let n = self
-            .manifest
-            .iter()
-            .filter(|(v, id, _)| *v == version && *id == publish_id)
-            .count();
-        u64::try_from(n).is_ok_and(|n| n == packs)
+        meaning::manifest_complete(&self.manifest, version, publish_id, packs)
     }
 
     /// Ground truth: is `lease_id` the live head at `now`?
     pub fn is_live_head(&self, lease_id: Uuid, now: u8) -> bool {
-        self.head_id_is(lease_id) && self.head_outlives(now, 0)
-    }
-
-    /// Whether the head row's expiry is beyond now plus `margin_ns`.
-    fn head_outlives(&self, now: u8, margin_ns: u64) -> bool {
-        self.lease_head()
-            .is_some_and(|h| h.expires_at_ns > now_ns(now).saturating_add(margin_ns))
+        meaning::lease_fence(&self.lease, lease_id, now_ns(now), 0)
     }
 
     fn max_watermark(&self) -> u64 {
-        self.watermark.iter().map(|(v, _)| *v).max().unwrap_or(0)
+        meaning::published_head(&self.watermark)
     }
 
     /// The packs a reader at W sees: descriptor rows whose pack the
     /// membership predicate admits.
     pub fn visible_at(&self, membership: Membership, w: u64) -> BTreeSet<PackRef> {
-        let admitted: BTreeSet<&PackRef> = match membership {
-            Membership::Paired => self
-                .manifest
-                .iter()
-                .filter(|(v, id, _)| *v <= w && self.watermark.contains(&(*v, *id)))
-                .map(|(_, _, p)| p)
-                .collect(),
-            Membership::VersionOnly => self
-                .manifest
-                .iter()
-                .filter(|(v, _, _)| *v <= w && self.watermark.iter().any(|(wv, _)| wv == v))
-                .map(|(_, _, p)| p)
-                .collect(),
-            Membership::None => self.descriptors.iter().map(|(p, _)| p).collect(),
+        let admitted = match membership {
+            Membership::Paired => {
+                meaning::members(&self.manifest, &self.watermark, Reach::AtOrBelow(w))
+            }
+            Membership::VersionOnly => {
+                rejected::version_only_members(&self.manifest, &self.watermark, Reach::AtOrBelow(w))
+            }
+            Membership::None => self.descriptors.iter().map(|(p, _)| p.clone()).collect(),
         };
         self.descriptors
             .iter()
@@ -344,7 +314,7 @@ impl Db {
         let admitted = self.visible_at(membership, w);
         let mut out = std::collections::BTreeMap::new();
         for (p, v) in &self.descriptors {
-            if admitted.contains(p) && (!bounded || *v <= w) {
+            if admitted.contains(p) && (!bounded || meaning::pinned_row(*v, w)) {
                 let best = out.entry(p.clone()).or_insert(*v);
                 *best = (*best).max(*v);
             }
@@ -354,42 +324,26 @@ impl Db {
 
     /// Whether `pack` is visible through a paired manifest row at any version.
     pub fn pack_visible(&self, pack: &PackRef) -> bool {
-        self.manifest
-            .iter()
-            .any(|(v, id, p)| p == pack && self.watermark.contains(&(*v, *id)))
+        meaning::members(&self.manifest, &self.watermark, Reach::Published).contains(pack)
     }
 
     /// Runs a read statement at `now` and returns its rows.
     pub fn read(&self, tables: &Tables, stmt: &Statement, now: u8) -> Result<Rows, Unknown> {
         let rows = match stmt.name {
-            "lease.read_head" => {
-                // The term columns as the server computes them: the latest
-                // expiry of any row at the head term, judged at `now`.
-                let head_term = self.lease.iter().next_back().map_or(0, |r| r.term);
-                let term_expires_at_ns = self
-                    .lease
-                    .iter()
-                    .filter(|r| r.term == head_term)
-                    .map(|r| r.expires_at_ns)
-                    .max()
-                    .unwrap_or(0);
-                self.lease
-                    .iter()
-                    .rev()
-                    .take(2)
-                    .map(|r| {
-                        vec![
-                            Value::UInt64(r.term),
-                            Value::Uuid(r.lease_id),
-                            Value::String(r.holder.clone()),
-                            Value::UInt64(r.expires_at_ns),
-                            Value::UInt64(u64::from(r.expires_at_ns > now_ns(now))),
-                            Value::UInt64(term_expires_at_ns),
-                            Value::UInt64(u64::from(term_expires_at_ns > now_ns(now))),
-                        ]
-                    })
-                    .collect()
-            }
+            "lease.read_head" => meaning::read_head(&self.lease, now_ns(now))
+                .into_iter()
+                .map(|h| {
+                    vec![
+                        Value::UInt64(h.row.term),
+                        Value::Uuid(h.row.lease_id),
+                        Value::String(h.row.holder.clone()),
+                        Value::UInt64(h.row.expires_at_ns),
+                        Value::UInt64(u64::from(h.live)),
+                        Value::UInt64(h.term_expires_at_ns),
+                        Value::UInt64(u64::from(h.term_live)),
+                    ]
+                })
+                .collect(),
             "lease.read_claims" => {
                 let term = param_u64(stmt, TERM_PARAM)?;
                 let lease_id = param_uuid(stmt, LEASE_ID_PARAM)?;
@@ -397,59 +351,45 @@ impl Db {
                     name: stmt.name,
                     what: "a read-back predicate",
                 })?;
-                self.lease
-                    .iter()
-                    .filter(|r| match how {
-                        ReadBack::RivalsAnywhere => {
-                            r.term >= term
-                                || (r.lease_id != lease_id
-                                    && r.expires_at_ns > now_ns(now)
-                                    && !self.released(r.lease_id))
-                        }
-                        ReadBack::OwnTerm => r.term == term,
-                    })
+                let rows = match how {
+                    ReadBack::RivalsAnywhere => {
+                        meaning::claim_read_back(&self.lease, term, lease_id, now_ns(now))
+                    }
+                    ReadBack::OwnTerm => rejected::own_term_read_back(&self.lease, term),
+                };
+                rows.into_iter()
                     .map(|r| vec![Value::Uuid(r.lease_id), Value::UInt64(r.expires_at_ns)])
                     .collect()
             }
-            "allocate.read_head" => {
-                let claims = self.claims.iter().map(|(v, _)| *v).max().unwrap_or(0);
-                vec![vec![Value::UInt64(claims.max(self.max_watermark()))]]
-            }
+            "allocate.read_head" => vec![vec![Value::UInt64(meaning::allocation_head(
+                &self.claims,
+                &self.watermark,
+            ))]],
             "allocate.read_claims" => {
                 let version = param_u64(stmt, INDEX_VERSION_PARAM)?;
-                self.claims
-                    .iter()
-                    .filter(|(v, _)| *v == version)
-                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                meaning::ids_at(&self.claims, version)
+                    .into_iter()
+                    .map(|id| vec![Value::Uuid(id)])
                     .collect()
             }
             "index.read_committed" => {
                 let asked: BTreeSet<PackRef> = param_packs(stmt)?.into_iter().collect();
-                let found: BTreeSet<&PackRef> = self
-                    .inventory
-                    .iter()
-                    .map(|(p, _, _)| p)
-                    .filter(|p| asked.contains(*p))
-                    .collect();
-                found
+                meaning::committed(self.inventory.iter().map(|(p, _, _)| p), &asked)
                     .into_iter()
-                    .map(|(s, p)| vec![Value::String(s.clone()), Value::Uuid(*p)])
+                    .map(|(s, p)| vec![Value::String(s), Value::Uuid(p)])
                     .collect()
             }
             "publish.read_publish_ids" => {
                 let version = param_u64(stmt, INDEX_VERSION_PARAM)?;
-                self.watermark
-                    .iter()
-                    .filter(|(v, _)| *v == version)
-                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                meaning::ids_at(&self.watermark, version)
+                    .into_iter()
+                    .map(|id| vec![Value::Uuid(id)])
                     .collect()
             }
             "publish.read_highest_publish_ids" => {
-                let top = self.max_watermark();
-                self.watermark
-                    .iter()
-                    .filter(|(v, _)| *v == top)
-                    .map(|(_, id)| vec![Value::Uuid(*id)])
+                meaning::ids_at(&self.watermark, self.max_watermark())
+                    .into_iter()
+                    .map(|id| vec![Value::Uuid(id)])
                     .collect()
             }
             "reader.pin_watermark" => vec![vec![Value::UInt64(self.max_watermark())]],
@@ -475,7 +415,7 @@ impl Db {
         first_read_id_ok: Option<bool>,
     ) -> Result<Landing, Unknown> {
         let g = guards(tables, &stmt.sql);
-        let version_ok = |v: u64| !g.barrier || self.max_watermark() < v;
+        let version_ok = |v: u64| !g.barrier || meaning::version_barrier(&self.watermark, v);
         let fence_ok = || -> Result<bool, Unknown> {
             Ok(match g.fence {
                 Fence::None => true,
@@ -490,7 +430,12 @@ impl Db {
                         Some(ok) => ok,
                         None => self.head_id_is(param_uuid(stmt, LEASE_ID_PARAM)?),
                     };
-                    id_ok && self.head_outlives(now, param_u64(stmt, FENCE_MARGIN_PARAM)?)
+                    id_ok
+                        && rejected::head_outlives(
+                            &self.lease,
+                            now_ns(now),
+                            param_u64(stmt, FENCE_MARGIN_PARAM)?,
+                        )
                 }
             })
         };
@@ -502,14 +447,13 @@ impl Db {
             "lease.insert_claim" => Landing::Lease(LeaseRow {
                 term: param_u64(stmt, TERM_PARAM)?,
                 lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
-                expires_at_ns: now_ns(now) + param_u64(stmt, "ttl_ns")?,
+                expires_at_ns: meaning::claim_expiry(now_ns(now), param_u64(stmt, "ttl_ns")?),
                 holder: param_string(stmt, "holder")?,
             }),
             "lease.release" => {
                 if fence_ok()? {
-                    let top = self.lease.iter().map(|r| r.term).max().unwrap_or(0);
                     Landing::Lease(LeaseRow {
-                        term: top + 1,
+                        term: meaning::release_term(&self.lease),
                         lease_id: param_uuid(stmt, LEASE_ID_PARAM)?,
                         expires_at_ns: 0,
                         holder: param_string(stmt, "holder")?,
@@ -567,7 +511,7 @@ impl Db {
 
     /// The first read of the two-subquery fence: is the head's lease_id ours?
     pub fn head_id_is(&self, lease_id: Uuid) -> bool {
-        self.lease_head().is_some_and(|h| h.lease_id == lease_id)
+        rejected::head_id_is(&self.lease, lease_id)
     }
 
     /// Lands evaluated rows.

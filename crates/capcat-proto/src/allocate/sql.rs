@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::fragments::INDEX_VERSION_PARAM;
+use crate::fragments::{INDEX_VERSION_PARAM, SERVER_NOW_NS};
 use crate::lease::sql::CONSISTENT;
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
@@ -39,7 +39,7 @@ pub fn insert_claim(tables: &Tables, version: u64, claim_id: Uuid) -> Statement 
         name: "allocate.insert_claim",
         sql: format!(
             "INSERT INTO {claims} (index_version, claim_id, claimed_at_ns) \
-             SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{claim_id:UUID}}, toUnixTimestamp64Nano(now64(9))",
+             SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{claim_id:UUID}}, {SERVER_NOW_NS}",
             claims = tables.version_claims(),
         ),
         params,

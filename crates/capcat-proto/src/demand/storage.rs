@@ -16,6 +16,7 @@ use super::codec::{self, DecodeError};
 use super::event::{DemandEvent, Source};
 use super::fold::{Folded, SkipReason, Skipped};
 use super::record::{CURRENT_VERSION, UnknownVersion};
+use crate::fragments::SERVER_NOW_NS;
 use crate::statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement, Value};
 use crate::tables::Tables;
 
@@ -93,7 +94,7 @@ pub fn append(tables: &Tables, event: &DemandEvent, event_id: Uuid) -> Statement
         sql: format!(
             "INSERT INTO {table} (event_id, shard_id, source, v, record, appended_at_ns) \
              SELECT {{event_id:UUID}}, {{shard_id:String}}, {{source:String}}, {{v:UInt64}}, \
-             {{record:String}}, toUnixTimestamp64Nano(now64(9))",
+             {{record:String}}, {SERVER_NOW_NS}",
             table = tables.demand_events(),
         ),
         params: BTreeMap::from([

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::fragments::INDEX_VERSION_PARAM;
+use crate::fragments::{INDEX_VERSION_PARAM, SERVER_NOW_NS};
 use crate::lease::sql::CONSISTENT;
 use crate::publish::PackRef;
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
@@ -61,7 +61,7 @@ pub fn commit_packs(
         sql: format!(
             "INSERT INTO {inventory} (store_id, pack_id, index_version, publish_id, committed_at_ns) \
              SELECT p.1, p.2, {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, \
-             toUnixTimestamp64Nano(now64(9)) \
+             {SERVER_NOW_NS} \
              FROM (SELECT arrayJoin({{packs:Array(Tuple(String, UUID))}}) AS p)",
             inventory = tables.pack_inventory_raw(),
         ),

@@ -7,7 +7,8 @@ use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
 use crate::fragments::{
-    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, TERM_PARAM, claim_read_back, lease_fence,
+    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, SERVER_NOW_NS, TERM_PARAM, claim_read_back,
+    lease_fence,
 };
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
@@ -33,10 +34,10 @@ pub fn read_head(tables: &Tables) -> Statement {
         name: "lease.read_head",
         sql: format!(
             "SELECT term, lease_id, holder, expires_at_ns, \
-             toUInt64(expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS live, \
+             toUInt64(expires_at_ns > {SERVER_NOW_NS}) AS live, \
              toUInt64(ifNull((SELECT max(expires_at_ns) FROM {lease} \
              WHERE term = (SELECT max(term) FROM {lease})), 0)) AS term_expires_at_ns, \
-             toUInt64(term_expires_at_ns > toUnixTimestamp64Nano(now64(9))) AS term_live \
+             toUInt64(term_expires_at_ns > {SERVER_NOW_NS}) AS term_live \
              FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 2",
             lease = tables.publisher_lease()
         ),
@@ -95,7 +96,7 @@ pub fn insert_claim(
         sql: format!(
             "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
              SELECT {{term:UInt64}}, {{{LEASE_ID_PARAM}:UUID}}, {{holder:String}}, \
-             toUnixTimestamp64Nano(now64(9)), toUnixTimestamp64Nano(now64(9)) + {{ttl_ns:UInt64}}",
+             {SERVER_NOW_NS}, {SERVER_NOW_NS} + {{ttl_ns:UInt64}}",
             lease = tables.publisher_lease()
         ),
         params,
@@ -159,7 +160,7 @@ pub fn release(tables: &Tables, cfg: &Config, lease_id: Uuid, holder: &str) -> S
         sql: format!(
             "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
              SELECT ifNull((SELECT max(term) FROM {lease}), 0) + 1, {{{LEASE_ID_PARAM}:UUID}}, \
-             {{holder:String}}, toUnixTimestamp64Nano(now64(9)), 0 \
+             {{holder:String}}, {SERVER_NOW_NS}, 0 \
              FROM system.one WHERE {guard}",
             lease = tables.publisher_lease()
         ),

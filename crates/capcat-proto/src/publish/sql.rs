@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
 use crate::fragments::{
-    FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM, lease_fence,
-    manifest_complete, version_barrier,
+    FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM, SERVER_NOW_NS,
+    lease_fence, manifest_complete, version_barrier,
 };
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
@@ -114,7 +114,7 @@ pub fn insert_watermark(
         name: "publish.insert_watermark",
         sql: format!(
             "INSERT INTO {watermark} (index_version, publish_id, published_at_ns) \
-             SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, toUnixTimestamp64Nano(now64(9)) \
+             SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, {SERVER_NOW_NS} \
              FROM system.one WHERE {guard} AND {complete}",
             watermark = tables.index_watermark(),
             guard = publish_guard(tables, cfg),

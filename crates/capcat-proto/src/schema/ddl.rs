@@ -12,7 +12,7 @@ use crate::tables::Tables;
 
 /// The server's clock in nanoseconds, as a column default. Every timestamp
 /// the protocol compares is stamped by the server, never by a client.
-pub const SERVER_NOW_NS: &str = "toUInt64(toUnixTimestamp64Nano(now64(9)))";
+pub const SERVER_NOW_DEFAULT: &str = "toUInt64(toUnixTimestamp64Nano(now64(9)))";
 
 /// One column of a fixed-shape catalog table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,7 +35,7 @@ const fn stamped(name: &'static str) -> ColumnDef {
     ColumnDef {
         name,
         ty: "UInt64",
-        default: Some(SERVER_NOW_NS),
+        default: Some(SERVER_NOW_DEFAULT),
     }
 }
 

@@ -14,7 +14,7 @@ mod objects;
 mod probe;
 mod refusal;
 
-pub use ddl::SERVER_NOW_NS;
+pub use ddl::SERVER_NOW_DEFAULT;
 pub use ensure::{EnsureOutcome, EnsureSchema};
 pub use error::SchemaError;
 pub use guard::{

@@ -149,21 +149,12 @@ pub fn uuid_param(stmt: &Statement, name: &str) -> Uuid {
     }
 }
 
-/// One row of the fake lease log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaseRow {
-    pub term: u64,
-    pub lease_id: Uuid,
-    pub holder: String,
-    pub expires_at_ns: u64,
-}
-
-/// ClickHouse's UUID collation: the second half of the text form (the low
-/// 64 bits) compares first. Python's and Rust's orderings disagree with it.
-pub fn ch_uuid_key(u: Uuid) -> (u64, u64) {
-    let v = u.as_u128();
-    (v as u64, (v >> 64) as u64)
-}
+use capcat_proto::fragments::meaning;
+/// One row of the fake lease log: capcat-proto's own, so the fake's
+/// guards are evaluated by the fragments' meanings
+/// (`capcat_proto::fragments::meaning`), the functions the differential test
+/// checks against the engine.
+pub use capcat_proto::fragments::meaning::LeaseRow;
 
 /// An in-memory lease log with a server clock.
 ///
@@ -187,29 +178,14 @@ impl LeaseLog {
         }
     }
 
-    fn ordered(&self) -> Vec<LeaseRow> {
-        let mut rows = self.rows.clone();
-        // LEASE_ORDER: term DESC, lease_id DESC, expires_at_ns DESC.
-        rows.sort_by(|a, b| {
-            (b.term, ch_uuid_key(b.lease_id), b.expires_at_ns).cmp(&(
-                a.term,
-                ch_uuid_key(a.lease_id),
-                a.expires_at_ns,
-            ))
-        });
-        rows
-    }
-
     /// The head row, if any.
     pub fn head(&self) -> Option<LeaseRow> {
-        self.ordered().into_iter().next()
+        meaning::lease_head(&self.rows).cloned()
     }
 
     /// The fence as the server evaluates it, with the statement's margin.
     pub fn fence_admits(&self, lease_id: Uuid, margin_ns: u64) -> bool {
-        self.head().is_some_and(|h| {
-            h.lease_id == lease_id && h.expires_at_ns > self.now_ns.saturating_add(margin_ns)
-        })
+        meaning::lease_fence(&self.rows, lease_id, self.now_ns, margin_ns)
     }
 
     /// Answers a lease statement; `None` for statements it does not know.
@@ -218,29 +194,18 @@ impl LeaseLog {
         match stmt.name {
             "lease.read_head" => {
                 let limit = if stmt.sql.contains("LIMIT 2") { 2 } else { 1 };
-                let ordered = self.ordered();
-                // The term columns are computed from the log's rows, as the
-                // server computes them: the latest expiry of any row at the
-                // head term.
-                let head_term = ordered.first().map_or(0, |r| r.term);
-                let term_expires_at_ns = ordered
-                    .iter()
-                    .filter(|r| r.term == head_term)
-                    .map(|r| r.expires_at_ns)
-                    .max()
-                    .unwrap_or(0);
-                let rows = ordered
-                    .iter()
+                let rows = meaning::read_head(&self.rows, self.now_ns)
+                    .into_iter()
                     .take(limit)
-                    .map(|r| {
+                    .map(|h| {
                         head_row_in_term(
-                            r.term,
-                            r.lease_id,
-                            &r.holder,
-                            r.expires_at_ns,
-                            r.expires_at_ns > self.now_ns,
-                            term_expires_at_ns,
-                            term_expires_at_ns > self.now_ns,
+                            h.row.term,
+                            h.row.lease_id,
+                            &h.row.holder,
+                            h.row.expires_at_ns,
+                            h.live,
+                            h.term_expires_at_ns,
+                            h.term_live,
                         )
                     })
                     .collect();
@@ -255,7 +220,7 @@ impl LeaseLog {
                     term: u64_param(stmt, "term"),
                     lease_id: uuid_param(stmt, "lease_id"),
                     holder,
-                    expires_at_ns: self.now_ns + u64_param(stmt, "ttl_ns"),
+                    expires_at_ns: meaning::claim_expiry(self.now_ns, u64_param(stmt, "ttl_ns")),
                 });
                 Some(ok())
             }
@@ -271,21 +236,8 @@ impl LeaseLog {
                     "the fake knows only the canonical read-back: {}",
                     stmt.sql
                 );
-                let now = self.now_ns;
-                let released = |id: Uuid| {
-                    self.rows
-                        .iter()
-                        .any(|r| r.lease_id == id && r.expires_at_ns == 0)
-                };
-                let rows = self
-                    .rows
-                    .iter()
-                    .filter(|r| {
-                        r.term >= term
-                            || (r.lease_id != lease_id
-                                && r.expires_at_ns > now
-                                && !released(r.lease_id))
-                    })
+                let rows = meaning::claim_read_back(&self.rows, term, lease_id, self.now_ns)
+                    .into_iter()
                     .map(|r| claim_row(r.lease_id, r.expires_at_ns))
                     .collect();
                 Some(rows_input(rows))
@@ -296,9 +248,8 @@ impl LeaseLog {
                     .sql
                     .contains(&capcat_proto::fragments::lease_fence(&tables));
                 if !fenced || self.fence_admits(lease_id, u64_param(stmt, "fence_margin_ns")) {
-                    let term = self.rows.iter().map(|r| r.term).max().unwrap_or(0) + 1;
                     self.rows.push(LeaseRow {
-                        term,
+                        term: meaning::release_term(&self.rows),
                         lease_id,
                         holder: "tombstone".to_owned(),
                         expires_at_ns: 0,
@@ -327,7 +278,7 @@ pub struct FakeCatalog {
     pub tables: capcat_proto::Tables,
     pub claims: Vec<(u64, Uuid)>,
     pub watermark: Vec<(u64, Uuid)>,
-    pub manifest: Vec<(u64, Uuid, String, Uuid)>,
+    pub manifest: Vec<(u64, Uuid, capcat_proto::PackRef)>,
     pub inventory: Vec<(String, Uuid, u64, Uuid)>,
     pub descriptors: Vec<capcat_proto::CaptureDescriptor>,
     /// Statement names to fail once each (ambiguous failures).
@@ -352,8 +303,8 @@ impl FakeCatalog {
         let barrier = capcat_proto::fragments::version_barrier(&self.tables);
         let fence = capcat_proto::fragments::lease_fence(&self.tables);
         let version = u64_param(stmt, "index_version");
-        let max = self.watermark.iter().map(|(v, _)| *v).max().unwrap_or(0);
-        let barrier_ok = !stmt.sql.contains(&barrier) || max < version;
+        let barrier_ok =
+            !stmt.sql.contains(&barrier) || meaning::version_barrier(&self.watermark, version);
         let fence_ok = !stmt.sql.contains(&fence)
             || self.lease.fence_admits(
                 uuid_param(stmt, "lease_id"),
@@ -379,16 +330,10 @@ impl FakeCatalog {
             return input;
         }
         match stmt.name {
-            "allocate.read_head" => {
-                let head = self
-                    .claims
-                    .iter()
-                    .map(|c| c.0)
-                    .chain(self.watermark.iter().map(|w| w.0))
-                    .max()
-                    .unwrap_or(0);
-                rows(vec![vec![Value::UInt64(head)]])
-            }
+            "allocate.read_head" => rows(vec![vec![Value::UInt64(meaning::allocation_head(
+                &self.claims,
+                &self.watermark,
+            ))]]),
             "allocate.insert_claim" => {
                 self.claims.push((
                     u64_param(stmt, "index_version"),
@@ -399,10 +344,9 @@ impl FakeCatalog {
             "allocate.read_claims" => {
                 let v = u64_param(stmt, "index_version");
                 rows(
-                    self.claims
-                        .iter()
-                        .filter(|c| c.0 == v)
-                        .map(|c| uuid_row(c.1))
+                    meaning::ids_at(&self.claims, v)
+                        .into_iter()
+                        .map(uuid_row)
                         .collect(),
                 )
             }
@@ -410,8 +354,8 @@ impl FakeCatalog {
                 if self.guard_passes(stmt) {
                     let v = u64_param(stmt, "index_version");
                     let p = uuid_param(stmt, "publish_id");
-                    for (store, pack) in Self::packs(stmt) {
-                        self.manifest.push((v, p, store, pack));
+                    for pack in Self::packs(stmt) {
+                        self.manifest.push((v, p, pack));
                     }
                 }
                 ok()
@@ -422,14 +366,13 @@ impl FakeCatalog {
                     u64_param(stmt, "index_version"),
                     uuid_param(stmt, "publish_id"),
                 );
-                let members: std::collections::BTreeSet<(&String, &Uuid)> = self
-                    .manifest
-                    .iter()
-                    .filter(|m| m.0 == v && m.1 == p)
-                    .map(|m| (&m.2, &m.3))
-                    .collect();
                 let complete_ok = !stmt.sql.contains(&complete)
-                    || u64::try_from(members.len()).ok() == Some(u64_param(stmt, "manifest_packs"));
+                    || meaning::manifest_complete(
+                        &self.manifest,
+                        v,
+                        p,
+                        u64_param(stmt, "manifest_packs"),
+                    );
                 if self.guard_passes(stmt) && complete_ok {
                     self.watermark.push((
                         u64_param(stmt, "index_version"),
@@ -440,24 +383,19 @@ impl FakeCatalog {
             }
             "publish.read_publish_ids" => {
                 let v = u64_param(stmt, "index_version");
-                let ids: std::collections::BTreeSet<Uuid> = self
-                    .watermark
-                    .iter()
-                    .filter(|w| w.0 == v)
-                    .map(|w| w.1)
-                    .collect();
-                rows(ids.into_iter().map(uuid_row).collect())
+                rows(
+                    meaning::ids_at(&self.watermark, v)
+                        .into_iter()
+                        .map(uuid_row)
+                        .collect(),
+                )
             }
             "index.read_committed" => {
-                let wanted = Self::packs(stmt);
-                let found: std::collections::BTreeSet<(String, Uuid)> = self
-                    .inventory
-                    .iter()
-                    .map(|i| (i.0.clone(), i.1))
-                    .filter(|p| wanted.contains(p))
-                    .collect();
+                let wanted = Self::packs(stmt).into_iter().collect();
+                let inventory = self.inventory.iter().map(|(s, p, _, _)| (s.clone(), *p));
+                let held: Vec<capcat_proto::PackRef> = inventory.collect();
                 rows(
-                    found
+                    meaning::committed(&held, &wanted)
                         .into_iter()
                         .map(|(s, p)| vec![Value::String(s), Value::Uuid(p)])
                         .collect(),
@@ -487,10 +425,6 @@ impl FakeCatalog {
     /// The packs visible at or below the highest published version: manifest
     /// rows paired with a watermark row of the same publish.
     pub fn visible_packs(&self) -> std::collections::BTreeSet<(String, Uuid)> {
-        self.manifest
-            .iter()
-            .filter(|m| self.watermark.iter().any(|w| w.0 == m.0 && w.1 == m.1))
-            .map(|m| (m.2.clone(), m.3))
-            .collect()
+        meaning::members(&self.manifest, &self.watermark, meaning::Reach::Published)
     }
 }

@@ -1,11 +1,29 @@
-//! The canonical guard fragments.
+//! The canonical guard fragments, and what they mean.
 //!
 //! Every statement that needs a guard embeds the text produced here verbatim,
 //! and the model checker recognises a guard by finding exactly this text in a
 //! statement's SQL. A builder that drops or edits a guard therefore loses it
 //! in the model too, and the safety properties fail there first.
+//!
+//! Recognising the text is not enough: an edit INSIDE a fragment (a
+//! comparison turned, a key dropped from the order) would still be found,
+//! and the model would go on applying the old meaning. So each fragment's
+//! meaning is written once, in [`meaning`], as a pure function over table
+//! rows; the model, the test fakes and the trace replay evaluate guards only
+//! through it, and a differential test (`capcat-clickhouse`'s
+//! `fragments_live`) evaluates every fragment on the real engine against
+//! the same function over generated table states. A fragment and its
+//! meaning that drift apart fail that test.
 
 use crate::tables::Tables;
+
+pub mod meaning;
+
+/// The server's clock in nanoseconds, as every statement that reads it
+/// spells it (an `Int64`). Written once so that the differential test can
+/// bind the clock to a value of its own choosing by replacing exactly this
+/// text, and check this text itself against the host clock.
+pub const SERVER_NOW_NS: &str = "toUnixTimestamp64Nano(now64(9))";
 
 /// The placeholder name of the fencing lease id in [`lease_fence`].
 pub const LEASE_ID_PARAM: &str = "lease_id";
@@ -48,7 +66,7 @@ pub fn lease_fence(tables: &Tables) -> String {
         "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
          ORDER BY {LEASE_ORDER} LIMIT 1) \
          WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
-         AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
+         AND expires_at_ns > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
         lease = tables.publisher_lease(),
     )
 }
@@ -72,7 +90,7 @@ pub const TERM_PARAM: &str = "term";
 pub fn claim_read_back(tables: &Tables) -> String {
     format!(
         "term >= {{{TERM_PARAM}:UInt64}} \
-         OR (lease_id != {{{LEASE_ID_PARAM}:UUID}} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) \
+         OR (lease_id != {{{LEASE_ID_PARAM}:UUID}} AND expires_at_ns > {SERVER_NOW_NS} \
          AND lease_id NOT IN (SELECT lease_id FROM {lease} WHERE expires_at_ns = 0))",
         lease = tables.publisher_lease(),
     )
@@ -118,7 +136,7 @@ pub fn two_subquery_fence(tables: &Tables) -> String {
     format!(
         "(SELECT lease_id FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) = {{{LEASE_ID_PARAM}:UUID}} \
          AND (SELECT expires_at_ns FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) \
-         > toUnixTimestamp64Nano(now64(9)) + {{{FENCE_MARGIN_PARAM}:UInt64}}",
+         > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}",
         lease = tables.publisher_lease(),
     )
 }
