@@ -30,8 +30,9 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     with_engines(&mut nextest);
     cache::run(&mut nextest)?;
 
-    // The catalog suites once more through the ClickHouse-HTTP front, so the
-    // `clickhouse` crate's code path runs against the same engine.
+    // The catalog suite and the fragments' differential test once more
+    // through the ClickHouse-HTTP front, so the `clickhouse` crate's code
+    // path (its parameter binding among it) runs against the same engine.
     let mut over_http = Command::new("cargo");
     over_http
         .args([
@@ -43,6 +44,8 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
             "capcat-clickhouse",
             "--test",
             "live",
+            "--test",
+            "fragments_live",
         ])
         .env("CAPCAT_CATALOG_TRANSPORT", "http");
     with_engines(&mut over_http);

@@ -1,0 +1,274 @@
+//! The fragment instances of one state: every guard fragment under every
+//! parameter set of the pools, each paired with what its meaning predicts.
+//!
+//! Set-valued fragments (the claim read-back, membership, the pinned row
+//! bound, the published pairs) are evaluated over numbered candidates and
+//! reported as a bitmask of the candidates they admit, so one UInt64 column
+//! carries a whole set.
+
+use std::collections::BTreeSet;
+
+use capcat_proto::fragments::meaning::{self, Reach, rejected};
+use capcat_proto::fragments::{
+    self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
+    MembershipBound, TERM_PARAM, WATERMARK_PARAM,
+};
+use capcat_proto::mutations::{
+    marginless_fence_text, own_term_read_back_text, version_only_membership_predicate,
+};
+use capcat_proto::{PackRef, Param, Tables};
+use uuid::Uuid;
+
+use super::probe::{CLOCK_PARAM, Probe, bind_clock};
+use super::state::{NOW_NS, State, TOP, packs, publish_ids};
+
+fn clock() -> (&'static str, Param) {
+    (
+        CLOCK_PARAM,
+        Param::Int64(i64::try_from(NOW_NS).expect("2027 fits an Int64")),
+    )
+}
+
+fn mask(bits: impl IntoIterator<Item = usize>) -> u64 {
+    bits.into_iter().fold(0, |m, i| m | (1 << i))
+}
+
+/// `SELECT` of the candidates `(i, store_id, pack_id)`: every pack of the
+/// pool and one no table holds.
+fn pack_candidates() -> (Vec<PackRef>, String) {
+    let mut all = packs().to_vec();
+    all.push(("s9".to_owned(), Uuid::from_u128(0xCC)));
+    let rows: Vec<String> = all
+        .iter()
+        .enumerate()
+        .map(|(i, (s, p))| format!("({i}, '{s}', '{p}')"))
+        .collect();
+    (
+        all,
+        format!(
+            "(SELECT i, store_id, pack_id FROM values('i UInt64, store_id String, pack_id UUID', {}))",
+            rows.join(", ")
+        ),
+    )
+}
+
+/// `SELECT` of the candidates `(i, index_version, publish_id)`.
+fn pair_candidates() -> (Vec<(u64, Uuid)>, String) {
+    let mut all = Vec::new();
+    for v in 0..=TOP + 1 {
+        for id in publish_ids() {
+            all.push((v, id));
+        }
+    }
+    let rows: Vec<String> = all
+        .iter()
+        .enumerate()
+        .map(|(i, (v, id))| format!("({i}, {v}, '{id}')"))
+        .collect();
+    (
+        all,
+        format!(
+            "(SELECT i, index_version, publish_id FROM values('i UInt64, index_version UInt64, publish_id UUID', {}))",
+            rows.join(", ")
+        ),
+    )
+}
+
+fn admitted_by(predicate: &str, candidates: &str) -> String {
+    format!("(SELECT groupBitOr(bitShiftLeft(toUInt64(1), i)) FROM {candidates} WHERE {predicate})")
+}
+
+/// Adds every lease fragment's instances.
+fn lease_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
+    let fence = bind_clock(&fragments::lease_fence(tables), true);
+    let marginless = bind_clock(&marginless_fence_text(tables), true);
+    let two_reads = bind_clock(&fragments::two_subquery_fence(tables), true);
+    for &(lease, margin) in &state.params.fences {
+        let params = [
+            clock(),
+            (LEASE_ID_PARAM, Param::Uuid(lease)),
+            (FENCE_MARGIN_PARAM, Param::UInt64(margin)),
+        ];
+        probe.add(
+            format!("LEASE_FENCE(lease {lease}, margin {margin})"),
+            &fence,
+            &params,
+            u64::from(meaning::lease_fence(&state.lease, lease, NOW_NS, margin)),
+        );
+        // Evaluated in ONE statement, the two reads see one snapshot;
+        // the model splits them into two steps to show why that is not
+        // something to rely on.
+        probe.add(
+            format!("two-subquery fence(lease {lease}, margin {margin})"),
+            &two_reads,
+            &params,
+            u64::from(
+                rejected::head_id_is(&state.lease, lease)
+                    && rejected::head_outlives(&state.lease, NOW_NS, margin),
+            ),
+        );
+        probe.add(
+            format!("marginless fence(lease {lease})"),
+            &marginless,
+            &[clock(), (LEASE_ID_PARAM, Param::Uuid(lease))],
+            u64::from(rejected::marginless_fence(&state.lease, lease, NOW_NS)),
+        );
+    }
+
+    // The read-back returns rows: candidates are the lease rows themselves,
+    // numbered by `acquired_at_ns` (see `state::load`).
+    let read_back = bind_clock(&fragments::claim_read_back(tables), true);
+    let own_term = own_term_read_back_text();
+    let index_of = |r: &meaning::LeaseRow| {
+        // Rows are numbered by position; equal rows are told apart by it too.
+        state
+            .lease
+            .iter()
+            .position(|x| std::ptr::eq(x, r))
+            .expect("a row of the state")
+    };
+    let over_lease = |predicate: &str| {
+        format!(
+            "(SELECT groupBitOr(bitShiftLeft(toUInt64(1), acquired_at_ns)) FROM {} WHERE {predicate})",
+            tables.publisher_lease()
+        )
+    };
+    for &(term, lease) in &state.params.read_backs {
+        let expected = mask(
+            meaning::claim_read_back(&state.lease, term, lease, NOW_NS)
+                .into_iter()
+                .map(index_of),
+        );
+        probe.add(
+            format!("CLAIM_READ_BACK(term {term}, lease {lease})"),
+            &over_lease(&read_back),
+            &[
+                clock(),
+                (TERM_PARAM, Param::UInt64(term)),
+                (LEASE_ID_PARAM, Param::Uuid(lease)),
+            ],
+            expected,
+        );
+        probe.add(
+            format!("own-term read-back(term {term})"),
+            &over_lease(&own_term),
+            &[(TERM_PARAM, Param::UInt64(term))],
+            mask(
+                rejected::own_term_read_back(&state.lease, term)
+                    .into_iter()
+                    .map(index_of),
+            ),
+        );
+    }
+}
+
+/// Adds the publication fragments' instances.
+fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
+    let barrier = bind_clock(&fragments::version_barrier(tables), false);
+    for &version in &state.params.versions {
+        probe.add(
+            format!("VERSION_BARRIER(version {version})"),
+            &barrier,
+            &[(INDEX_VERSION_PARAM, Param::UInt64(version))],
+            u64::from(meaning::version_barrier(&state.watermark, version)),
+        );
+    }
+
+    let complete = bind_clock(&fragments::manifest_complete(tables), false);
+    for &(version, publish_id, packs) in &state.params.completes {
+        probe.add(
+            format!("MANIFEST_COMPLETE(version {version}, publish {publish_id}, packs {packs})"),
+            &complete,
+            &[
+                (INDEX_VERSION_PARAM, Param::UInt64(version)),
+                ("publish_id", Param::Uuid(publish_id)),
+                (MANIFEST_PACKS_PARAM, Param::UInt64(packs)),
+            ],
+            u64::from(meaning::manifest_complete(
+                &state.manifest,
+                version,
+                publish_id,
+                packs,
+            )),
+        );
+    }
+
+    let (pack_list, pack_rows) = pack_candidates();
+    let pack_mask = |admitted: &BTreeSet<PackRef>| {
+        mask(
+            pack_list
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| admitted.contains(*p))
+                .map(|(i, _)| i),
+        )
+    };
+    let (pair_list, pair_rows) = pair_candidates();
+    let pair_mask = |admitted: &BTreeSet<(u64, Uuid)>| {
+        mask(
+            pair_list
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| admitted.contains(*p))
+                .map(|(i, _)| i),
+        )
+    };
+    for &reach in &state.params.reaches {
+        let (bound, w) = match reach {
+            Reach::Published => (MembershipBound::Published, None),
+            Reach::AtOrBelow(w) => (MembershipBound::PinnedAtWatermark, Some(w)),
+        };
+        let params: Vec<(&str, Param)> = w
+            .map(|w| (WATERMARK_PARAM, Param::UInt64(w)))
+            .into_iter()
+            .collect();
+        probe.add(
+            format!("membership({reach:?})"),
+            &admitted_by(&fragments::membership_predicate(tables, bound), &pack_rows),
+            &params,
+            pack_mask(&meaning::members(&state.manifest, &state.watermark, reach)),
+        );
+        probe.add(
+            format!("version-only membership({reach:?})"),
+            &admitted_by(
+                &version_only_membership_predicate(tables, bound),
+                &pack_rows,
+            ),
+            &params,
+            pack_mask(&rejected::version_only_members(
+                &state.manifest,
+                &state.watermark,
+                reach,
+            )),
+        );
+        probe.add(
+            format!("published pairs({reach:?})"),
+            &admitted_by(&fragments::published_pairs(tables, bound), &pair_rows),
+            &params,
+            pair_mask(&meaning::published_pairs(&state.watermark, reach)),
+        );
+    }
+    for &w in &state.params.pins {
+        probe.add(
+            format!("pinned rows(W {w})"),
+            &admitted_by(
+                &fragments::pinned_rows(),
+                "(SELECT number AS i, number AS index_version FROM numbers(6))",
+            ),
+            &[(WATERMARK_PARAM, Param::UInt64(w))],
+            mask(
+                (0..6)
+                    .filter(|v| meaning::pinned_row(*v, w))
+                    .map(|v| v as usize),
+            ),
+        );
+    }
+}
+
+/// Every fragment instance of `state`.
+pub fn probe(tables: &Tables, state: &State) -> Probe {
+    let mut probe = Probe::default();
+    lease_fragments(&mut probe, tables, state);
+    publication_fragments(&mut probe, tables, state);
+    probe
+}

@@ -1,0 +1,432 @@
+//! The protocol's own statements on one state: every read the model
+//! interprets, and the state's one write, each compared with what the
+//! meanings predict. These run the statement text capcat-proto emits, with
+//! only the server clock bound to the state's "now".
+
+use std::collections::BTreeSet;
+
+use capcat_clickhouse::Transport;
+use capcat_proto::fragments::FENCE_MARGIN_PARAM;
+use capcat_proto::fragments::meaning::{self, LeaseRow};
+use capcat_proto::{
+    Column, ColumnType, Config, Expect, Param, Rows, Settings, Statement, Tables, Value, allocate,
+    index, lease, publish, reader,
+};
+
+use super::probe::{CLOCK_PARAM, bind_clock};
+use super::state::{NOW_NS, State, Write, holder_of};
+
+/// `stmt` with its clock bound to [`NOW_NS`].
+fn at_now(mut stmt: Statement, reads_clock: bool) -> Statement {
+    stmt.sql = bind_clock(&stmt.sql, reads_clock);
+    if reads_clock {
+        stmt.params.insert(
+            CLOCK_PARAM.to_owned(),
+            Param::Int64(i64::try_from(NOW_NS).expect("2027 fits an Int64")),
+        );
+    }
+    stmt
+}
+
+async fn run(transport: &dyn Transport, stmt: &Statement) -> Result<Rows, String> {
+    transport
+        .execute(stmt)
+        .await
+        .map_err(|f| format!("{}: {f}\n{}", stmt.name, stmt.sql))
+}
+
+fn uuids(rows: &Rows) -> BTreeSet<uuid::Uuid> {
+    rows.0
+        .iter()
+        .filter_map(|r| match r.as_slice() {
+            [Value::Uuid(u)] => Some(*u),
+            _ => None,
+        })
+        .collect()
+}
+
+fn compare<T: PartialEq + std::fmt::Debug>(
+    out: &mut Vec<String>,
+    what: &str,
+    engine: T,
+    meaning: T,
+) {
+    if engine != meaning {
+        out.push(format!("{what}: engine {engine:?}, meaning {meaning:?}"));
+    }
+}
+
+/// Runs every interpreted read on `state` and returns the disagreements.
+pub async fn reads(
+    transport: &dyn Transport,
+    tables: &Tables,
+    state: &State,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let t = tables;
+
+    let head = run(transport, &at_now(lease::sql::read_head(t), true)).await?;
+    let predicted: Vec<Vec<Value>> = meaning::read_head(&state.lease, NOW_NS)
+        .into_iter()
+        .map(|h| {
+            vec![
+                Value::UInt64(h.row.term),
+                Value::Uuid(h.row.lease_id),
+                Value::String(h.row.holder.clone()),
+                Value::UInt64(h.row.expires_at_ns),
+                Value::UInt64(u64::from(h.live)),
+                Value::UInt64(h.term_expires_at_ns),
+                Value::UInt64(u64::from(h.term_live)),
+            ]
+        })
+        .collect();
+    compare(&mut out, "lease.read_head", head.0, predicted);
+
+    // The read-back statement as a whole: its rows, as a multiset.
+    for (term, lease) in [(state.read_version, state.lease.first().map(|r| r.lease_id))] {
+        let lease = lease.unwrap_or_else(|| super::state::lease_ids()[0]);
+        let rows = run(
+            transport,
+            &at_now(lease::sql::read_claims(t, term, lease), true),
+        )
+        .await?;
+        let mut engine: Vec<(uuid::Uuid, u64)> = rows
+            .0
+            .iter()
+            .filter_map(|r| match r.as_slice() {
+                [Value::Uuid(id), Value::UInt64(e)] => Some((*id, *e)),
+                _ => None,
+            })
+            .collect();
+        let mut predicted: Vec<(uuid::Uuid, u64)> =
+            meaning::claim_read_back(&state.lease, term, lease, NOW_NS)
+                .into_iter()
+                .map(|r| (r.lease_id, r.expires_at_ns))
+                .collect();
+        engine.sort_unstable();
+        predicted.sort_unstable();
+        compare(
+            &mut out,
+            &format!("lease.read_claims(term {term}, lease {lease})"),
+            engine,
+            predicted,
+        );
+    }
+
+    let head = run(transport, &at_now(allocate::sql::read_head(t), false)).await?;
+    compare(
+        &mut out,
+        "allocate.read_head",
+        head.0,
+        vec![vec![Value::UInt64(meaning::allocation_head(
+            &state.claims,
+            &state.watermark,
+        ))]],
+    );
+
+    let v = state.read_version;
+    let claims = run(transport, &at_now(allocate::sql::read_claims(t, v), false)).await?;
+    compare(
+        &mut out,
+        &format!("allocate.read_claims({v})"),
+        uuids(&claims),
+        meaning::ids_at(&state.claims, v),
+    );
+
+    let ids = run(
+        transport,
+        &at_now(publish::sql::read_publish_ids(t, v), false),
+    )
+    .await?;
+    compare(
+        &mut out,
+        &format!("publish.read_publish_ids({v})"),
+        uuids(&ids),
+        meaning::ids_at(&state.watermark, v),
+    );
+
+    let asked: Vec<_> = state.asked.iter().cloned().collect();
+    let committed = run(
+        transport,
+        &at_now(index::sql::read_committed(t, asked), false),
+    )
+    .await?;
+    let engine: BTreeSet<_> = committed
+        .0
+        .iter()
+        .filter_map(|r| match r.as_slice() {
+            [Value::String(s), Value::Uuid(p)] => Some((s.clone(), *p)),
+            _ => None,
+        })
+        .collect();
+    compare(
+        &mut out,
+        "index.read_committed",
+        engine,
+        meaning::committed(state.inventory.iter().map(|(p, _, _)| p), &state.asked),
+    );
+
+    let pin = run(transport, &at_now(reader::pin_watermark(t), false)).await?;
+    compare(
+        &mut out,
+        "reader.pin_watermark",
+        pin.0,
+        vec![vec![Value::UInt64(meaning::published_head(
+            &state.watermark,
+        ))]],
+    );
+    Ok(out)
+}
+
+fn select(sql: String, columns: &[(&'static str, ColumnType)]) -> Statement {
+    Statement {
+        name: "test.read_back",
+        sql,
+        params: Default::default(),
+        settings: Settings::default(),
+        expect: Expect::Rows(
+            columns
+                .iter()
+                .map(|(name, ty)| Column { name, ty: *ty })
+                .collect(),
+        ),
+    }
+}
+
+async fn lease_rows(transport: &dyn Transport, t: &Tables) -> Result<Vec<LeaseRow>, String> {
+    use ColumnType::{String as S, UInt64 as U, Uuid as Id};
+    let rows = run(
+        transport,
+        &select(
+            format!(
+                "SELECT term, lease_id, holder, expires_at_ns FROM {}",
+                t.publisher_lease()
+            ),
+            &[
+                ("term", U),
+                ("lease_id", Id),
+                ("holder", S),
+                ("expires_at_ns", U),
+            ],
+        ),
+    )
+    .await?;
+    let mut out: Vec<LeaseRow> = rows
+        .0
+        .into_iter()
+        .filter_map(|r| match r.as_slice() {
+            [
+                Value::UInt64(term),
+                Value::Uuid(id),
+                Value::String(h),
+                Value::UInt64(e),
+            ] => Some(LeaseRow {
+                term: *term,
+                lease_id: *id,
+                expires_at_ns: *e,
+                holder: h.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+async fn pair_rows(
+    transport: &dyn Transport,
+    table: String,
+) -> Result<Vec<(u64, uuid::Uuid)>, String> {
+    use ColumnType::{UInt64 as U, Uuid as Id};
+    let rows = run(
+        transport,
+        &select(
+            format!("SELECT index_version, publish_id FROM {table}"),
+            &[("index_version", U), ("publish_id", Id)],
+        ),
+    )
+    .await?;
+    let mut out: Vec<_> = rows
+        .0
+        .into_iter()
+        .filter_map(|r| match r.as_slice() {
+            [Value::UInt64(v), Value::Uuid(id)] => Some((*v, *id)),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+async fn manifest_rows(
+    transport: &dyn Transport,
+    t: &Tables,
+) -> Result<Vec<(u64, uuid::Uuid, capcat_proto::PackRef)>, String> {
+    use ColumnType::{String as S, UInt64 as U, Uuid as Id};
+    let rows = run(
+        transport,
+        &select(
+            format!(
+                "SELECT index_version, publish_id, store_id, pack_id FROM {}",
+                t.snapshot_manifest()
+            ),
+            &[
+                ("index_version", U),
+                ("publish_id", Id),
+                ("store_id", S),
+                ("pack_id", Id),
+            ],
+        ),
+    )
+    .await?;
+    let mut out: Vec<_> = rows
+        .0
+        .into_iter()
+        .filter_map(|r| match r.as_slice() {
+            [
+                Value::UInt64(v),
+                Value::Uuid(id),
+                Value::String(s),
+                Value::Uuid(p),
+            ] => Some((*v, *id, (s.clone(), *p))),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+fn with_margin(mut stmt: Statement, margin: u64) -> Statement {
+    // The statement text is the real one; the margin is data, bound like
+    // every other parameter, so the state can sit on either side of it.
+    stmt.params
+        .insert(FENCE_MARGIN_PARAM.to_owned(), Param::UInt64(margin));
+    stmt
+}
+
+/// Runs the state's write and compares the table it writes with the
+/// meanings' prediction. Returns the disagreements.
+pub async fn write(
+    transport: &dyn Transport,
+    tables: &Tables,
+    state: &State,
+) -> Result<Vec<String>, String> {
+    let cfg = Config::default();
+    let t = tables;
+    let mut out = Vec::new();
+    match &state.write {
+        Write::Release { lease, margin } => {
+            let holder = holder_of(*lease);
+            let stmt = with_margin(lease::sql::release(t, &cfg, *lease, &holder), *margin);
+            run(transport, &at_now(stmt, true)).await?;
+            let mut predicted = state.lease.clone();
+            if meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin) {
+                predicted.push(LeaseRow {
+                    term: meaning::release_term(&state.lease),
+                    lease_id: *lease,
+                    expires_at_ns: 0,
+                    holder,
+                });
+            }
+            predicted.sort();
+            compare(
+                &mut out,
+                &format!("{:?}", state.write),
+                lease_rows(transport, t).await?,
+                predicted,
+            );
+        }
+        Write::Claim { term, lease, ttl } => {
+            let holder = holder_of(*lease);
+            let stmt = lease::sql::insert_claim(t, *term, *lease, &holder, *ttl);
+            run(transport, &at_now(stmt, true)).await?;
+            let mut predicted = state.lease.clone();
+            predicted.push(LeaseRow {
+                term: *term,
+                lease_id: *lease,
+                expires_at_ns: meaning::claim_expiry(NOW_NS, *ttl),
+                holder,
+            });
+            predicted.sort();
+            compare(
+                &mut out,
+                &format!("{:?}", state.write),
+                lease_rows(transport, t).await?,
+                predicted,
+            );
+        }
+        Write::Manifest {
+            version,
+            publish_id,
+            lease,
+            margin,
+            packs,
+        } => {
+            let stmt = with_margin(
+                publish::sql::insert_manifest(
+                    t,
+                    &cfg,
+                    *version,
+                    *publish_id,
+                    *lease,
+                    packs.clone(),
+                ),
+                *margin,
+            );
+            run(transport, &at_now(stmt, true)).await?;
+            let mut predicted = state.manifest.clone();
+            if meaning::version_barrier(&state.watermark, *version)
+                && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
+            {
+                predicted.extend(packs.iter().map(|p| (*version, *publish_id, p.clone())));
+            }
+            predicted.sort();
+            compare(
+                &mut out,
+                &format!("{:?}", state.write),
+                manifest_rows(transport, t).await?,
+                predicted,
+            );
+        }
+        Write::Watermark {
+            version,
+            publish_id,
+            lease,
+            margin,
+            manifest_packs,
+        } => {
+            let stmt = with_margin(
+                publish::sql::insert_watermark(
+                    t,
+                    &cfg,
+                    *version,
+                    *publish_id,
+                    *lease,
+                    *manifest_packs,
+                ),
+                *margin,
+            );
+            run(transport, &at_now(stmt, true)).await?;
+            let mut predicted = state.watermark.clone();
+            if meaning::version_barrier(&state.watermark, *version)
+                && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
+                && meaning::manifest_complete(
+                    &state.manifest,
+                    *version,
+                    *publish_id,
+                    *manifest_packs,
+                )
+            {
+                predicted.push((*version, *publish_id));
+            }
+            predicted.sort();
+            compare(
+                &mut out,
+                &format!("{:?}", state.write),
+                pair_rows(transport, t.index_watermark()).await?,
+                predicted,
+            );
+        }
+    }
+    Ok(out)
+}
