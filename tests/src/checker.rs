@@ -33,6 +33,7 @@ use crate::ledger::{Ledger, PassOutcome, Record};
 use crate::observed::{LeaseRow, Observed, members_at, observe};
 use crate::properties as names;
 use crate::rng::Rng;
+use capcat_proto::fragments::meaning;
 
 /// Slack (ns) between the engine's clock read and ours: an expiry counts as
 /// passed only this long before the statement was sent.
@@ -520,12 +521,13 @@ fn fence_at(records: &[Record], lease: &[LeaseRow], landed: &[Option<u64>], g: &
     // The highest row (in the fence's own order) known to have landed
     // before g was sent. Later or unknown rows can only be higher rows of
     // OTHER leases (every own row is settled), which keep the fence false.
-    let head = lease
-        .iter()
-        .zip(landed)
-        .filter(|(_, at)| at.is_some_and(|at| at < start))
-        .map(|(row, _)| row)
-        .next_back();
+    let head = meaning::lease_head(
+        lease
+            .iter()
+            .zip(landed)
+            .filter(|(_, at)| at.is_some_and(|at| at < start))
+            .map(|(row, _)| row),
+    );
     match head {
         None => Fence::FencedOut,
         Some(h) if h.lease_id != own => Fence::FencedOut,
@@ -599,6 +601,7 @@ mod tests {
             term,
             lease_id: lease,
             expires_at_ns: expires,
+            holder: "h".to_owned(),
         }
     }
 

@@ -11,16 +11,10 @@ use capcat_proto::{
 };
 use uuid::Uuid;
 
-/// A lease log row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaseRow {
-    /// Its term (first in the head order).
-    pub term: u64,
-    /// Its lease id (second in the head order).
-    pub lease_id: Uuid,
-    /// Its expiry, server nanoseconds (0: a release tombstone).
-    pub expires_at_ns: u64,
-}
+use capcat_proto::fragments::meaning;
+/// A lease log row: capcat-proto's, so the head is picked by the fence's
+/// own meaning ([`meaning::lease_order_key`]).
+pub use capcat_proto::fragments::meaning::LeaseRow;
 
 /// The publication tables as one read saw them.
 #[derive(Clone, Debug, Default)]
@@ -33,8 +27,8 @@ pub struct Observed {
     pub watermark: BTreeSet<(u64, Uuid)>,
     /// `(index_version, publish_id, store_id, pack_id)` of the manifest.
     pub manifest: BTreeSet<(u64, Uuid, String, Uuid)>,
-    /// The lease log in the server's `ORDER BY term, lease_id` order: the
-    /// fence's head order, reversed (the last row is the head).
+    /// The lease log in `LEASE_ORDER` reversed ([`meaning::lease_order_key`]
+    /// ascending): the last row is the head.
     pub lease: Vec<LeaseRow>,
 }
 
@@ -137,30 +131,38 @@ pub async fn observe(transport: &dyn Transport, tables: &Tables) -> Result<Obser
     }
     let lease = statement(
         format!(
-            "SELECT term, lease_id, expires_at_ns FROM {} ORDER BY term, lease_id",
+            "SELECT term, lease_id, holder, expires_at_ns FROM {}",
             tables.publisher_lease()
         ),
-        &[("term", U), ("lease_id", Id), ("expires_at_ns", U)],
+        &[
+            ("term", U),
+            ("lease_id", Id),
+            ("holder", S),
+            ("expires_at_ns", U),
+        ],
     );
     for row in rows(transport, &lease).await? {
         match row.as_slice() {
             [
                 Value::UInt64(term),
                 Value::Uuid(lease_id),
+                Value::String(holder),
                 Value::UInt64(expires_at_ns),
             ] => {
                 out.lease.push(LeaseRow {
                     term: *term,
                     lease_id: *lease_id,
                     expires_at_ns: *expires_at_ns,
+                    holder: holder.clone(),
                 });
             }
             other => return Err(malformed("lease", other)),
         }
     }
-    // Kept in the SERVER's order: the fence's `ORDER BY term DESC,
-    // lease_id DESC` compares UUIDs as ClickHouse does (not byte-wise as
-    // Rust does), and within a contested term that order picks the head.
+    // In the SERVER's order: `LEASE_ORDER` compares UUIDs as ClickHouse
+    // does (not byte-wise as Rust does), and within a contested term that
+    // order picks the head.
+    out.lease.sort_by_key(meaning::lease_order_key);
     Ok(out)
 }
 

@@ -1,6 +1,9 @@
 //! Conditional INSERTs: run whole at their first `EvaluateGuard`, their
 //! rows compared at `LandRows`, and what a kill at the cap leaves behind.
 
+use capcat_proto::fragments::SERVER_NOW_NS;
+use capcat_proto::fragments::meaning::{self, LeaseRow};
+
 use super::*;
 
 impl Replay<'_> {
@@ -14,32 +17,59 @@ impl Replay<'_> {
 
     /// Whether the statement's lease is the live head on the engine right
     /// now: `None` when the head's expiry is within the margin.
+    ///
+    /// The harness reads every lease row and one server clock reading in one
+    /// statement, and judges them with the fence's own meaning
+    /// ([`meaning::lease_fence`], margin 0: the ground truth the model's
+    /// `FencedOutWritesNothing` judges by), so the replay and the model
+    /// cannot disagree about which row is the head.
     pub(super) fn lease_is_live_head(
         &self,
         step: &TraceStep,
         lease_id: &str,
     ) -> Result<Option<bool>, ReplayError> {
         let lease = self.db.real_name("publisher_lease");
-        let sql = format!(
-            "SELECT lease_id, expires_at_ns, toUnixTimestamp64Nano(now64(9)) FROM {lease} \
-             ORDER BY term DESC, lease_id DESC LIMIT 1"
-        );
+        let sql =
+            format!("SELECT term, lease_id, holder, expires_at_ns, {SERVER_NOW_NS} FROM {lease}");
         let rows = self
             .db
             .run_sql(&sql)
             .map_err(|e| self.engine_error(step, &sql, e))?;
-        let Some(head) = rows.first() else {
+        let malformed = |row: &[String]| ReplayError::Malformed {
+            file: self.trace.name.clone(),
+            what: format!("step {}: a lease row {row:?}", step.index),
+        };
+        let mut now = 0;
+        let mut log = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let [term, id, holder, expires, at] = row.as_slice() else {
+                return Err(malformed(row));
+            };
+            let parsed = (term.parse(), id.parse(), expires.parse(), at.parse());
+            let (Ok(term), Ok(lease_id), Ok(expires_at_ns), Ok(at)) = parsed else {
+                return Err(malformed(row));
+            };
+            now = at;
+            log.push(LeaseRow {
+                term,
+                lease_id,
+                expires_at_ns,
+                holder: holder.clone(),
+            });
+        }
+        let Ok(id) = lease_id.parse::<uuid::Uuid>() else {
+            return Err(malformed(&[lease_id.to_owned()]));
+        };
+        let Some(head) = meaning::lease_head(&log) else {
             return Ok(Some(false));
         };
-        let parse = |i: usize| head.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        let (expires, now) = (parse(1), parse(2));
-        if head.first().map(String::as_str) != Some(lease_id) {
+        if head.lease_id != id {
             return Ok(Some(false));
         }
-        if near_expiry([expires], now, now) {
+        if near_expiry([head.expires_at_ns], now, now) {
             return Ok(None);
         }
-        Ok(Some(expires > now))
+        Ok(Some(meaning::lease_fence(&log, id, now, 0)))
     }
 
     pub(super) fn evaluate(&mut self, step: &TraceStep) -> Result<(), ReplayError> {

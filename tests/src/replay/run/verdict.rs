@@ -3,6 +3,8 @@
 //! check (a check that fires on the shipped design's walks is a defect of
 //! the check).
 
+use capcat_proto::fragments::meaning::{self, Reach};
+
 use super::*;
 
 /// The properties whose violation the replay can look for on the real
@@ -109,18 +111,32 @@ impl Replay<'_> {
         Ok(Some((property, Reproduction::NotObserved(why))))
     }
 
-    /// Inventory rows whose pack no paired manifest and watermark row admit.
+    /// Inventory rows whose pack no paired manifest and watermark row admit,
+    /// judged by the membership predicate's own meaning
+    /// ([`meaning::members`]), as the model judges them.
     pub(super) fn unpublished_inventory(&self) -> Vec<String> {
-        let watermark = &self.real["index_watermark"];
-        let manifest = &self.real["snapshot_manifest"];
+        let version = |s: &String| s.parse::<u64>().ok();
+        let id = |s: &String| s.parse::<Uuid>().ok();
+        let watermark: Vec<(u64, Uuid)> = self.real["index_watermark"]
+            .iter()
+            .filter_map(|w| Some((version(w.first()?)?, id(w.get(1)?)?)))
+            .collect();
+        let manifest: Vec<(u64, Uuid, capcat_proto::PackRef)> = self.real["snapshot_manifest"]
+            .iter()
+            .filter_map(|m| {
+                Some((
+                    version(m.first()?)?,
+                    id(m.get(1)?)?,
+                    (m.get(2)?.clone(), id(m.get(3)?)?),
+                ))
+            })
+            .collect();
+        let published = meaning::members(&manifest, &watermark, Reach::Published);
         self.real["pack_inventory_raw"]
             .iter()
             .filter(|inv| {
-                !manifest.iter().any(|m| {
-                    m.get(2) == inv.first()
-                        && m.get(3) == inv.get(1)
-                        && watermark.contains(&vec![m[0].clone(), m[1].clone()])
-                })
+                let pack = inv.first().cloned().zip(inv.get(1).and_then(id));
+                !pack.is_some_and(|p| published.contains(&p))
             })
             .map(|inv| format!("inventory row {inv:?} has no published manifest row"))
             .collect()
