@@ -705,15 +705,25 @@ mod tests {
 
     #[test]
     fn within_a_contested_term_the_server_order_picks_the_head() {
-        let records = [
-            claim(1, id(L), MS, Some((2 * MS, true))),
-            claim(1, id(M), MS, Some((3 * MS, true))),
-            watermark_insert(id(L), START),
-        ];
-        let m_last = [row(1, id(L), LIVE), row(1, id(M), LIVE)];
-        assert_eq!(verdict(&records, &m_last), Fence::FencedOut);
-        let l_last = [row(1, id(M), LIVE), row(1, id(L), LIVE)];
-        assert_eq!(verdict(&records, &l_last), Fence::MaybeLive);
+        // ClickHouse compares a UUID's low half first: `low` is the head
+        // although Rust's byte order puts `high` above it, and the order the
+        // rows were read in does not matter.
+        let high = Uuid::from_u128((5 << 64) | 1);
+        let low = id(M);
+        for lease in [
+            [row(1, high, LIVE), row(1, low, LIVE)],
+            [row(1, low, LIVE), row(1, high, LIVE)],
+        ] {
+            let records = |own| {
+                [
+                    claim(1, high, MS, Some((2 * MS, true))),
+                    claim(1, low, MS, Some((3 * MS, true))),
+                    watermark_insert(own, START),
+                ]
+            };
+            assert_eq!(verdict(&records(high), &lease), Fence::FencedOut);
+            assert_eq!(verdict(&records(low), &lease), Fence::MaybeLive);
+        }
     }
 
     #[derive(Debug)]
