@@ -52,8 +52,10 @@ async fn check(transport: &dyn Transport, tables: &Tables, state: &State) -> Res
         exec(sql).await?;
     }
     let probe = fragments::probe(tables, state);
+    let mut select = probe.statement();
+    select.sql = state::under_settings(&select.sql, state);
     let rows = transport
-        .execute(&probe.statement())
+        .execute(&select)
         .await
         .map_err(|f| format!("the fragment probe: {f}"))?;
     let [row] = rows.0.as_slice() else {
@@ -269,6 +271,33 @@ fn edge_cases() -> Vec<(&'static str, State)> {
             },
         ),
         (
+            // Found by a generated state when MANIFEST_COMPLETE counted pack
+            // ids alone (uniqExact(pack_id)).
+            "one publish naming the same pack id in two stores",
+            State {
+                lease: vec![row(1, 0, live)],
+                manifest: vec![(3, p[1], k[3].clone()), (3, p[1], k[1].clone())],
+                ..empty(Write::Watermark {
+                    version: 3,
+                    publish_id: p[1],
+                    lease: l[0],
+                    margin: m,
+                    manifest_packs: 1,
+                })
+            },
+        ),
+        (
+            // Found by a generated state when the barrier read min() for
+            // max(): the barrier must read the HIGHEST published version.
+            "two watermark rows, the barrier between them",
+            State {
+                lease: vec![row(1, 0, live)],
+                watermark: vec![(4, p[0]), (1, p[0])],
+                manifest: vec![(2, p[1], k[0].clone())],
+                ..empty(watermark(2, p[1], 1))
+            },
+        ),
+        (
             "a pack id mirrored to a second store",
             State {
                 watermark: vec![(1, p[0])],
@@ -327,11 +356,16 @@ fn every_fragment_means_on_the_engine_what_the_model_believes() {
     let tables = live.tables().clone();
     let started = Instant::now();
 
+    // Every edge case under both values of the one server setting the
+    // fragments' `ifNull`s exist for.
     let mut instances = 0;
-    for (name, state) in edge_cases() {
-        match rt.block_on(check(transport.as_ref(), &tables, &state)) {
-            Ok(n) => instances += n,
-            Err(e) => panic!("edge case {name:?}: {e}"),
+    for (name, mut state) in edge_cases() {
+        for null_for_empty in [false, true] {
+            state.params.null_for_empty = null_for_empty;
+            match rt.block_on(check(transport.as_ref(), &tables, &state)) {
+                Ok(n) => instances += n,
+                Err(e) => panic!("edge case {name:?} (null_for_empty {null_for_empty}): {e}"),
+            }
         }
     }
 
@@ -358,7 +392,8 @@ fn every_fragment_means_on_the_engine_what_the_model_believes() {
     }
     instances += counted.get();
     println!(
-        "{} named edge cases and {cases} generated states (every fragment in each): \
+        "{} named edge cases (each under both settings) and {cases} generated states \
+         (every fragment in each): \
          {instances} fragment evaluations in {:.1} s",
         edge_cases().len(),
         started.elapsed().as_secs_f64()

@@ -120,6 +120,11 @@ pub struct Params {
     pub reaches: Vec<Reach>,
     /// `pinned_rows`: the watermark.
     pub pins: Vec<u64>,
+    /// Whether the state runs under `aggregate_functions_null_for_empty = 1`,
+    /// where `max()` and `count()` over no rows are NULL: a server setting
+    /// a user profile may carry, and the reason for every `ifNull` in the
+    /// fragments.
+    pub null_for_empty: bool,
 }
 
 impl Params {
@@ -132,6 +137,7 @@ impl Params {
             completes: Vec::new(),
             reaches: vec![Reach::Published],
             pins: (0..=TOP + 1).collect(),
+            null_for_empty: false,
         };
         for lease in lease_ids() {
             out.fences.extend(MARGINS.map(|m| (lease, m)));
@@ -159,15 +165,17 @@ fn params() -> impl Strategy<Value = Params> {
         prop::collection::vec((1..=TOP, publish_id(), 0..=3_u64), 2),
         prop::collection::vec(reach, 1),
         prop::collection::vec(0..=TOP + 1, 1),
+        any::<bool>(),
     )
         .prop_map(
-            |(fences, read_backs, versions, completes, reaches, pins)| Params {
+            |(fences, read_backs, versions, completes, reaches, pins, null_for_empty)| Params {
                 fences,
                 read_backs,
                 versions,
                 completes,
                 reaches,
                 pins,
+                null_for_empty,
             },
         )
 }
@@ -385,6 +393,15 @@ pub fn load(tables: &Tables, state: &State) -> Vec<String> {
             .collect(),
     );
     out
+}
+
+/// `sql` run under the state's server settings.
+pub fn under_settings(sql: &str, state: &State) -> String {
+    if state.params.null_for_empty {
+        format!("{sql} SETTINGS aggregate_functions_null_for_empty = 1")
+    } else {
+        sql.to_owned()
+    }
 }
 
 /// The tables a state writes, to empty before the next one.

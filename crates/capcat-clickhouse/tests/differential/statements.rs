@@ -14,11 +14,11 @@ use capcat_proto::{
 };
 
 use super::probe::{CLOCK_PARAM, bind_clock};
-use super::state::{NOW_NS, State, Write, holder_of};
+use super::state::{NOW_NS, State, Write, holder_of, under_settings};
 
-/// `stmt` with its clock bound to [`NOW_NS`].
-fn at_now(mut stmt: Statement, reads_clock: bool) -> Statement {
-    stmt.sql = bind_clock(&stmt.sql, reads_clock);
+/// `stmt` with its clock bound to [`NOW_NS`], under the state's settings.
+fn at_now(state: &State, mut stmt: Statement, reads_clock: bool) -> Statement {
+    stmt.sql = under_settings(&bind_clock(&stmt.sql, reads_clock), state);
     if reads_clock {
         stmt.params.insert(
             CLOCK_PARAM.to_owned(),
@@ -65,7 +65,7 @@ pub async fn reads(
     let mut out = Vec::new();
     let t = tables;
 
-    let head = run(transport, &at_now(lease::sql::read_head(t), true)).await?;
+    let head = run(transport, &at_now(state, lease::sql::read_head(t), true)).await?;
     let predicted: Vec<Vec<Value>> = meaning::read_head(&state.lease, NOW_NS)
         .into_iter()
         .map(|h| {
@@ -87,7 +87,7 @@ pub async fn reads(
         let lease = lease.unwrap_or_else(|| super::state::lease_ids()[0]);
         let rows = run(
             transport,
-            &at_now(lease::sql::read_claims(t, term, lease), true),
+            &at_now(state, lease::sql::read_claims(t, term, lease), true),
         )
         .await?;
         let mut engine: Vec<(uuid::Uuid, u64)> = rows
@@ -113,7 +113,11 @@ pub async fn reads(
         );
     }
 
-    let head = run(transport, &at_now(allocate::sql::read_head(t), false)).await?;
+    let head = run(
+        transport,
+        &at_now(state, allocate::sql::read_head(t), false),
+    )
+    .await?;
     compare(
         &mut out,
         "allocate.read_head",
@@ -125,7 +129,11 @@ pub async fn reads(
     );
 
     let v = state.read_version;
-    let claims = run(transport, &at_now(allocate::sql::read_claims(t, v), false)).await?;
+    let claims = run(
+        transport,
+        &at_now(state, allocate::sql::read_claims(t, v), false),
+    )
+    .await?;
     compare(
         &mut out,
         &format!("allocate.read_claims({v})"),
@@ -135,7 +143,7 @@ pub async fn reads(
 
     let ids = run(
         transport,
-        &at_now(publish::sql::read_publish_ids(t, v), false),
+        &at_now(state, publish::sql::read_publish_ids(t, v), false),
     )
     .await?;
     compare(
@@ -148,7 +156,7 @@ pub async fn reads(
     let asked: Vec<_> = state.asked.iter().cloned().collect();
     let committed = run(
         transport,
-        &at_now(index::sql::read_committed(t, asked), false),
+        &at_now(state, index::sql::read_committed(t, asked), false),
     )
     .await?;
     let engine: BTreeSet<_> = committed
@@ -166,7 +174,7 @@ pub async fn reads(
         meaning::committed(state.inventory.iter().map(|(p, _, _)| p), &state.asked),
     );
 
-    let pin = run(transport, &at_now(reader::pin_watermark(t), false)).await?;
+    let pin = run(transport, &at_now(state, reader::pin_watermark(t), false)).await?;
     compare(
         &mut out,
         "reader.pin_watermark",
@@ -318,7 +326,7 @@ pub async fn write(
         Write::Release { lease, margin } => {
             let holder = holder_of(*lease);
             let stmt = with_margin(lease::sql::release(t, &cfg, *lease, &holder), *margin);
-            run(transport, &at_now(stmt, true)).await?;
+            run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.lease.clone();
             if meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin) {
                 predicted.push(LeaseRow {
@@ -339,7 +347,7 @@ pub async fn write(
         Write::Claim { term, lease, ttl } => {
             let holder = holder_of(*lease);
             let stmt = lease::sql::insert_claim(t, *term, *lease, &holder, *ttl);
-            run(transport, &at_now(stmt, true)).await?;
+            run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.lease.clone();
             predicted.push(LeaseRow {
                 term: *term,
@@ -373,7 +381,7 @@ pub async fn write(
                 ),
                 *margin,
             );
-            run(transport, &at_now(stmt, true)).await?;
+            run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.manifest.clone();
             if meaning::version_barrier(&state.watermark, *version)
                 && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
@@ -406,7 +414,7 @@ pub async fn write(
                 ),
                 *margin,
             );
-            run(transport, &at_now(stmt, true)).await?;
+            run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.watermark.clone();
             if meaning::version_barrier(&state.watermark, *version)
                 && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
