@@ -506,3 +506,44 @@ fn drain_against_a_running_demo_fails_at_once_naming_its_pid() {
     );
     assert!(open.exists(), "drain swept a live spool's .open file");
 }
+
+/// Issue 16, "a clean exit": with `RUST_LOG=info` every run used to panic at
+/// exit (the engine's exit hook logged through `tracing` after the
+/// thread-local storage it needs was destroyed), every run printed `WARN
+/// chdb_shutdown did not stop every engine thread`, and the log carried ANSI
+/// colour codes into a pipe. A successful run, logged at info or at the
+/// default level, now leaves none of them.
+#[test]
+fn a_successful_run_exits_cleanly_at_every_log_level_without_colour_codes() {
+    if !engine("clean_exit", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    for (level, runs) in [(Some("info"), 5), (Some("debug"), 1), (None, 2)] {
+        for run in 0..runs {
+            let dir = tempfile::tempdir().unwrap();
+            let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+            command
+                .args(["demo", "--records", "24"])
+                .current_dir(dir.path())
+                .env_remove("RUST_LOG");
+            if let Some(level) = level {
+                command.env("RUST_LOG", level);
+            }
+            let out = command.output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let what = format!("RUST_LOG={level:?}, run {run}");
+            assert!(out.status.success(), "{what}: {}\n{stderr}", out.status);
+            assert!(!stderr.contains("panicked"), "{what}: a panic\n{stderr}");
+            assert!(
+                !stderr.contains('\u{1b}'),
+                "{what}: colour codes in a pipe\n{stderr}"
+            );
+            assert!(
+                !stderr
+                    .lines()
+                    .any(|l| l.contains(" WARN ") || l.contains(" ERROR ")),
+                "{what}: a warning on a successful run\n{stderr}"
+            );
+        }
+    }
+}
