@@ -1,8 +1,9 @@
 //! [`drive`]: the one loop every operation runs a capcat-proto machine with.
 
-use std::time::Instant;
+use std::time::Duration;
 
-use capcat_proto::{Input, Machine, Step};
+use capcat_proto::{Failure, Input, Machine, Statement, Step};
+use tokio::time::Instant;
 
 use crate::error::CatalogError;
 use crate::jitter::Jitter;
@@ -14,6 +15,28 @@ use crate::transport::Transport;
 /// `MAX_LOOKUP_IDS` ids, or an index pass of many chunks retried at every
 /// attempt) stays far below it.
 pub const MAX_STEPS: u32 = 100_000;
+
+/// After a failure that may have left `stmt` running on the server, waits
+/// until its settle time since `sent` ([`Statement::settle_ns`], the
+/// protocol's rule; this loop only sleeps).
+async fn settle(operation: &'static str, stmt: &Statement, failure: &Failure, sent: Instant) {
+    let Some(settle_ns) = stmt
+        .settle_ns()
+        .filter(|_| failure.leaves_statement_running())
+    else {
+        return;
+    };
+    let until = sent + Duration::from_nanos(settle_ns);
+    if until > Instant::now() {
+        tracing::debug!(
+            operation,
+            statement = stmt.name,
+            settle_ms = settle_ns / 1_000_000,
+            "waiting out the fence margin of a statement that may still land"
+        );
+        tokio::time::sleep_until(until).await;
+    }
+}
 
 /// Runs `machine` to completion over `transport`, drawing jitter from
 /// `jitter`. Returns the machine's outcome.
@@ -29,10 +52,12 @@ pub async fn drive<M: Machine>(
         match machine.poll() {
             Step::Execute(stmt) => {
                 statements += 1;
+                let sent = Instant::now();
                 let input = match transport.execute(&stmt).await {
                     Ok(rows) => Input::Rows(rows),
                     Err(failure) => {
                         tracing::debug!(operation, statement = stmt.name, %failure, "statement failed");
+                        settle(operation, &stmt, &failure, sent).await;
                         Input::Failed(failure)
                     }
                 };

@@ -60,6 +60,17 @@ pub enum Failure {
     },
 }
 
+impl Failure {
+    /// Whether the statement may still be running on the server: the
+    /// client gave up (a timeout) or lost the connection. A server
+    /// exception or a malformed answer means the server finished with it.
+    /// (A `Timeout` may also be the server's own cap firing; treating it as
+    /// still running only makes the client wait a little longer.)
+    pub fn leaves_statement_running(&self) -> bool {
+        matches!(self, Self::Timeout | Self::Transport { .. })
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -24,6 +24,34 @@ pub struct Statement {
     pub expect: Expect,
 }
 
+impl Statement {
+    /// How long after SENDING this statement (in nanoseconds) a client must
+    /// wait before it acts on a failure that left the statement's fate
+    /// unknown ([`Failure::leaves_statement_running`]); `None` when it need
+    /// not wait.
+    ///
+    /// A fenced statement that passed its guard lands or is killed within its
+    /// fence margin (the cap plus the engine's slack), and the model checker
+    /// hands a client the failure of such a statement only once it can no
+    /// longer land. A client that gave up early (its own timeout, a dropped
+    /// connection) and at once published again or released its lease would
+    /// step outside that model: its first statement could land after the
+    /// next, or after a successor took over on the strength of the release.
+    /// So the driver waits out the margin before it feeds the failure back.
+    /// (A statement the server starts only after the margin has passed, one
+    /// queued on the server or held up on the network, is not covered; see
+    /// docs/model-checking.md.)
+    ///
+    /// [`Failure::leaves_statement_running`]: crate::Failure::leaves_statement_running
+    pub fn settle_ns(&self) -> Option<u64> {
+        self.settings.max_execution_time_s?;
+        match self.params.get(crate::fragments::FENCE_MARGIN_PARAM) {
+            Some(Param::UInt64(margin)) => Some(*margin),
+            _ => None,
+        }
+    }
+}
+
 /// Per-statement ClickHouse settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Settings {
@@ -197,5 +225,45 @@ impl Rows {
     /// No rows: what DDL and INSERT return.
     pub fn empty() -> Self {
         Self(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use crate::config::Config;
+    use crate::tables::Tables;
+
+    #[test]
+    fn every_fenced_capped_statement_settles_after_its_margin_and_nothing_else_waits() {
+        let t = Tables::new("t").expect("a valid prefix");
+        let cfg = Config::default();
+        let id = Uuid::from_u128(1);
+        let margin = Some(cfg.fence_margin_ns());
+        let fenced = [
+            crate::publish::sql::insert_manifest(&t, &cfg, 1, id, id, Vec::new()),
+            crate::publish::sql::insert_watermark(&t, &cfg, 1, id, id, 0),
+            crate::lease::sql::release(&t, &cfg, id, "h"),
+        ];
+        for stmt in fenced {
+            assert_eq!(stmt.settle_ns(), margin, "{}", stmt.name);
+        }
+        let unfenced = [
+            crate::lease::sql::insert_claim(&t, 1, id, "h", 1),
+            crate::lease::sql::read_head(&t),
+            crate::allocate::sql::insert_claim(&t, 1, id),
+        ];
+        for stmt in unfenced {
+            assert_eq!(stmt.settle_ns(), None, "{}", stmt.name);
+        }
+        assert!(crate::Failure::Timeout.leaves_statement_running());
+        assert!(
+            !crate::Failure::Server {
+                code: 159,
+                message: String::new()
+            }
+            .leaves_statement_running()
+        );
     }
 }

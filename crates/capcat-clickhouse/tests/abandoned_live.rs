@@ -1,0 +1,130 @@
+//! A statement the client gave up on, still running on the server.
+//!
+//! The model checker hands a client the failure of a fenced statement only
+//! once the statement can no longer land (it landed, or the server killed
+//! it at its cap). A real client can give up earlier: its own request
+//! timeout, a dropped connection. If it then acted at once (read back and
+//! retried, renewed and published again, released), its first statement
+//! could land after the next one, a schedule the model never checks. The
+//! driver therefore waits out the statement's fence margin
+//! (`Statement::settle_ns`) before it feeds such a failure back.
+//!
+//! The test's transport gives up on the watermark INSERT at once (it
+//! returns `Timeout` while the statement, held on the server by `AND
+//! sleep(s) = 0` after its guard, goes on running) and records, for every
+//! later statement, whether the abandoned one had finished when it arrived.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use capcat_clickhouse::{BoxFuture, Catalog, Transport};
+use capcat_proto::{Failure, Rows, Statement};
+use support::{Live, capture_ids, pack_of, short_lease_config};
+use uuid::Uuid;
+
+/// Gives up on the first statement named `target`.
+#[derive(Debug)]
+struct Abandoning {
+    inner: Arc<dyn Transport>,
+    target: &'static str,
+    /// How long the server holds the abandoned statement after its guard.
+    hold_s: f64,
+    abandoned: AtomicBool,
+    finished: Arc<AtomicBool>,
+    /// Every statement after the abandoned one, and whether the abandoned
+    /// one had finished when it was sent.
+    after: Mutex<Vec<(&'static str, bool)>>,
+}
+
+impl Transport for Abandoning {
+    fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+        Box::pin(async move {
+            if stmt.name == self.target && !self.abandoned.swap(true, Ordering::SeqCst) {
+                let mut held = stmt.clone();
+                held.sql = format!("{} AND sleep({}) = 0", stmt.sql, self.hold_s);
+                let inner = Arc::clone(&self.inner);
+                let finished = Arc::clone(&self.finished);
+                tokio::spawn(async move {
+                    let result = inner.execute(&held).await;
+                    assert!(
+                        result.is_ok(),
+                        "the held statement itself failed: {result:?}"
+                    );
+                    finished.store(true, Ordering::SeqCst);
+                });
+                return Err(Failure::Timeout);
+            }
+            if self.abandoned.load(Ordering::SeqCst) {
+                self.after
+                    .lock()
+                    .expect("no panic while recording")
+                    .push((stmt.name, self.finished.load(Ordering::SeqCst)));
+            }
+            self.inner.execute(stmt).await
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "abandoning"
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_watermark_given_up_on_is_settled_before_its_failure_reaches_the_caller() {
+    // TTL 2 s, cap 1 s, fence margin 1.25 s: the server holds the statement
+    // 0.8 s, within its cap, so it lands after the client has given up.
+    let config = short_lease_config();
+    let Some(live) = Live::start_with("abandoned_watermark", config.clone()).await else {
+        return;
+    };
+    live.catalog.ensure_schema().await.expect("ensure_schema");
+    let abandoning = Arc::new(Abandoning {
+        inner: Arc::clone(live.catalog.transport()),
+        target: "publish.insert_watermark",
+        hold_s: 0.8,
+        abandoned: AtomicBool::new(false),
+        finished: Arc::new(AtomicBool::new(false)),
+        after: Mutex::new(Vec::new()),
+    });
+    let transport: Arc<dyn Transport> = abandoning.clone();
+    let catalog = Catalog::new(transport, live.tables().clone(), config);
+    let mut lease = catalog.acquire_lease("publisher").await.expect("acquire");
+    let rows = pack_of("acme", &capture_ids(3), 0, "s", Uuid::new_v4());
+    let result = catalog.index(&mut lease, rows).await;
+    // What the caller does next (retry the pass, release the lease) must
+    // not race the abandoned statement: it had finished when the failure
+    // came back.
+    let settled_on_return = abandoning.finished.load(Ordering::SeqCst);
+    assert!(
+        abandoning.abandoned.load(Ordering::SeqCst),
+        "the watermark INSERT was never sent"
+    );
+    assert!(
+        settled_on_return,
+        "the pass returned ({result:?}) while the abandoned watermark INSERT could still land"
+    );
+    let after = abandoning.after.lock().expect("no panic").clone();
+    assert!(
+        after.iter().all(|(_, settled)| *settled),
+        "a statement was sent while the abandoned watermark INSERT could still land: {after:?}"
+    );
+    // The failure is ambiguous and reported as such; the row it left is
+    // the one the guard admitted (the lease was live and the version free).
+    assert!(
+        result.is_err(),
+        "a timed-out watermark is not a won publish: {result:?}"
+    );
+    let t = live.tables();
+    assert_eq!(
+        live.rows_in(&t.index_watermark()).await,
+        1,
+        "the held row landed"
+    );
+    lease
+        .release()
+        .await
+        .expect("release after the settled failure");
+    live.finish().await;
+}
