@@ -331,18 +331,8 @@ impl Db {
     pub fn read(&self, tables: &Tables, stmt: &Statement, now: u8) -> Result<Rows, Unknown> {
         let rows = match stmt.name {
             "lease.read_head" => meaning::read_head(&self.lease, now_ns(now))
-                .into_iter()
-                .map(|h| {
-                    vec![
-                        Value::UInt64(h.row.term),
-                        Value::Uuid(h.row.lease_id),
-                        Value::String(h.row.holder.clone()),
-                        Value::UInt64(h.row.expires_at_ns),
-                        Value::UInt64(u64::from(h.live)),
-                        Value::UInt64(h.term_expires_at_ns),
-                        Value::UInt64(u64::from(h.term_live)),
-                    ]
-                })
+                .iter()
+                .map(meaning::HeadRow::values)
                 .collect(),
             "lease.read_claims" => {
                 let term = param_u64(stmt, TERM_PARAM)?;

@@ -67,18 +67,8 @@ pub async fn reads(
 
     let head = run(transport, &at_now(state, lease::sql::read_head(t), true)).await?;
     let predicted: Vec<Vec<Value>> = meaning::read_head(&state.lease, NOW_NS)
-        .into_iter()
-        .map(|h| {
-            vec![
-                Value::UInt64(h.row.term),
-                Value::Uuid(h.row.lease_id),
-                Value::String(h.row.holder.clone()),
-                Value::UInt64(h.row.expires_at_ns),
-                Value::UInt64(u64::from(h.live)),
-                Value::UInt64(h.term_expires_at_ns),
-                Value::UInt64(u64::from(h.term_live)),
-            ]
-        })
+        .iter()
+        .map(meaning::HeadRow::values)
         .collect();
     compare(&mut out, "lease.read_head", head.0, predicted);
 
@@ -201,44 +191,51 @@ fn select(sql: String, columns: &[(&'static str, ColumnType)]) -> Statement {
     }
 }
 
-async fn lease_rows(transport: &dyn Transport, t: &Tables) -> Result<Vec<LeaseRow>, String> {
-    use ColumnType::{String as S, UInt64 as U, Uuid as Id};
-    let rows = run(
-        transport,
-        &select(
-            format!(
-                "SELECT term, lease_id, holder, expires_at_ns FROM {}",
-                t.publisher_lease()
-            ),
-            &[
-                ("term", U),
-                ("lease_id", Id),
-                ("holder", S),
-                ("expires_at_ns", U),
-            ],
-        ),
-    )
-    .await?;
-    let mut out: Vec<LeaseRow> = rows
+/// Every row of `sql`, parsed by `parse` (an unparseable row is an error,
+/// never dropped), sorted.
+async fn table_rows<T: Ord>(
+    transport: &dyn Transport,
+    sql: String,
+    columns: &[(&'static str, ColumnType)],
+    parse: impl Fn(&[Value]) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    let rows = run(transport, &select(sql.clone(), columns)).await?;
+    let mut out = rows
         .0
-        .into_iter()
-        .filter_map(|r| match r.as_slice() {
-            [
-                Value::UInt64(term),
-                Value::Uuid(id),
-                Value::String(h),
-                Value::UInt64(e),
-            ] => Some(LeaseRow {
-                term: *term,
-                lease_id: *id,
-                expires_at_ns: *e,
-                holder: h.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+        .iter()
+        .map(|r| parse(r).ok_or_else(|| format!("{sql}: unexpected row {r:?}")))
+        .collect::<Result<Vec<T>, String>>()?;
     out.sort();
     Ok(out)
+}
+
+async fn lease_rows(transport: &dyn Transport, t: &Tables) -> Result<Vec<LeaseRow>, String> {
+    use ColumnType::{String as S, UInt64 as U, Uuid as Id};
+    let sql = format!(
+        "SELECT term, lease_id, holder, expires_at_ns FROM {}",
+        t.publisher_lease()
+    );
+    let columns = [
+        ("term", U),
+        ("lease_id", Id),
+        ("holder", S),
+        ("expires_at_ns", U),
+    ];
+    table_rows(transport, sql, &columns, |r| match r {
+        [
+            Value::UInt64(term),
+            Value::Uuid(id),
+            Value::String(h),
+            Value::UInt64(e),
+        ] => Some(LeaseRow {
+            term: *term,
+            lease_id: *id,
+            expires_at_ns: *e,
+            holder: h.clone(),
+        }),
+        _ => None,
+    })
+    .await
 }
 
 async fn pair_rows(
@@ -246,24 +243,17 @@ async fn pair_rows(
     table: String,
 ) -> Result<Vec<(u64, uuid::Uuid)>, String> {
     use ColumnType::{UInt64 as U, Uuid as Id};
-    let rows = run(
+    let sql = format!("SELECT index_version, publish_id FROM {table}");
+    table_rows(
         transport,
-        &select(
-            format!("SELECT index_version, publish_id FROM {table}"),
-            &[("index_version", U), ("publish_id", Id)],
-        ),
-    )
-    .await?;
-    let mut out: Vec<_> = rows
-        .0
-        .into_iter()
-        .filter_map(|r| match r.as_slice() {
+        sql,
+        &[("index_version", U), ("publish_id", Id)],
+        |r| match r {
             [Value::UInt64(v), Value::Uuid(id)] => Some((*v, *id)),
             _ => None,
-        })
-        .collect();
-    out.sort();
-    Ok(out)
+        },
+    )
+    .await
 }
 
 async fn manifest_rows(
@@ -271,37 +261,26 @@ async fn manifest_rows(
     t: &Tables,
 ) -> Result<Vec<(u64, uuid::Uuid, capcat_proto::PackRef)>, String> {
     use ColumnType::{String as S, UInt64 as U, Uuid as Id};
-    let rows = run(
-        transport,
-        &select(
-            format!(
-                "SELECT index_version, publish_id, store_id, pack_id FROM {}",
-                t.snapshot_manifest()
-            ),
-            &[
-                ("index_version", U),
-                ("publish_id", Id),
-                ("store_id", S),
-                ("pack_id", Id),
-            ],
-        ),
-    )
-    .await?;
-    let mut out: Vec<_> = rows
-        .0
-        .into_iter()
-        .filter_map(|r| match r.as_slice() {
-            [
-                Value::UInt64(v),
-                Value::Uuid(id),
-                Value::String(s),
-                Value::Uuid(p),
-            ] => Some((*v, *id, (s.clone(), *p))),
-            _ => None,
-        })
-        .collect();
-    out.sort();
-    Ok(out)
+    let sql = format!(
+        "SELECT index_version, publish_id, store_id, pack_id FROM {}",
+        t.snapshot_manifest()
+    );
+    let columns = [
+        ("index_version", U),
+        ("publish_id", Id),
+        ("store_id", S),
+        ("pack_id", Id),
+    ];
+    table_rows(transport, sql, &columns, |r| match r {
+        [
+            Value::UInt64(v),
+            Value::Uuid(id),
+            Value::String(s),
+            Value::Uuid(p),
+        ] => Some((*v, *id, (s.clone(), *p))),
+        _ => None,
+    })
+    .await
 }
 
 fn with_margin(mut stmt: Statement, margin: u64) -> Statement {

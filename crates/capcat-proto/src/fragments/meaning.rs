@@ -26,6 +26,7 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use crate::publish::PackRef;
+use crate::statement::Value;
 
 /// One row of `{p}_publisher_lease`, the columns the protocol reads.
 ///
@@ -130,6 +131,21 @@ pub struct HeadRow<'a> {
     pub term_expires_at_ns: u64,
     /// `term_expires_at_ns > now`.
     pub term_live: bool,
+}
+
+impl HeadRow<'_> {
+    /// The row as `lease.read_head` returns it, column by column.
+    pub fn values(&self) -> Vec<Value> {
+        vec![
+            Value::UInt64(self.row.term),
+            Value::Uuid(self.row.lease_id),
+            Value::String(self.row.holder.clone()),
+            Value::UInt64(self.row.expires_at_ns),
+            Value::UInt64(u64::from(self.live)),
+            Value::UInt64(self.term_expires_at_ns),
+            Value::UInt64(u64::from(self.term_live)),
+        ]
+    }
 }
 
 /// `lease.read_head`: the two highest rows in `LEASE_ORDER`, each with the

@@ -195,19 +195,9 @@ impl LeaseLog {
             "lease.read_head" => {
                 let limit = if stmt.sql.contains("LIMIT 2") { 2 } else { 1 };
                 let rows = meaning::read_head(&self.rows, self.now_ns)
-                    .into_iter()
+                    .iter()
                     .take(limit)
-                    .map(|h| {
-                        head_row_in_term(
-                            h.row.term,
-                            h.row.lease_id,
-                            &h.row.holder,
-                            h.row.expires_at_ns,
-                            h.live,
-                            h.term_expires_at_ns,
-                            h.term_live,
-                        )
-                    })
+                    .map(meaning::HeadRow::values)
                     .collect();
                 Some(rows_input(rows))
             }
