@@ -3,7 +3,7 @@
 //! ```text
 //! capcat-model-check list
 //! capcat-model-check check Publication [--variant NAME] [--publishers N] [--ticks N]
-//!     [--crashes N] [--crash-mid-statement] [--release] [--reacquire] [--foreign N]
+//!     [--crashes N] [--crash-mid-statement] [--late-start] [--release] [--reacquire] [--foreign N]
 //!     [--no-reader] [--ttl N] [--cap N] [--attempts C,A,P] [--liveness]
 //!     [--threads N] [--stop-at-first] [--strip-fence] [--dfs]
 //! capcat-model-check check DemandFold [--variant NAME] [--redeliveries N]
@@ -27,7 +27,7 @@ use stateright::Model;
 
 const USAGE: &str = "usage: capcat-model-check list | check <model> [options] | explore <model> [options] [--port N]
 models: Publication, DemandFold
-options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement
+options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement --late-start
   --release --reacquire --foreign N --no-reader --ttl N --cap N --attempts C,A,P
   --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
   statements rebuilt without the fence text through capcat-proto's hook)
@@ -73,6 +73,7 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
             "--ticks" => cfg.max_ticks = number(&flag, it.next())?,
             "--crashes" => cfg.crashes = number(&flag, it.next())?,
             "--crash-mid-statement" => cfg.crash_mid_statement = true,
+            "--late-start" => cfg.late_start = true,
             "--release" => cfg.release = true,
             "--reacquire" => cfg.reacquire = true,
             "--foreign" => cfg.foreign_writes = number(&flag, it.next())?,

@@ -151,6 +151,44 @@ fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
     assert_holds(ModelConfig::liveness(Design::Shipped), 340);
 }
 
+// ---- A known gap of the shipped design --------------------------------
+
+/// Late starts (`ModelConfig::late_start`): a guarded statement may start on
+/// the server long after its send, its cap counted from its start, while
+/// its client (told `Timeout` at send + cap by the driver's settle wait)
+/// releases. A lease of four ticks leaves the release its margin.
+fn with_late_starts() -> ModelConfig {
+    ModelConfig {
+        late_start: true,
+        release: true,
+        ttl_ticks: 4,
+        max_ticks: 3,
+        crashes: 0,
+        ..ci(Design::Shipped)
+    }
+}
+
+/// The SHIPPED design fails here: p0's watermark INSERT starts only after
+/// p0 was told it timed out and released; it passes the fence (the release
+/// has not landed yet), p1 takes over on the strength of the tombstone,
+/// publishes v2, the reader pins W = 2, and p0's row at v1 lands under it.
+/// This test asserts the checker FINDS it; it turns red the day the
+/// protocol closes the gap (docs/model-checking.md names the candidate
+/// fix), and must then become an `assert_holds`.
+#[test]
+fn a_statement_started_late_after_its_client_released_grows_a_pinned_snapshot() {
+    let trace = assert_found(with_late_starts(), "PinnedSnapshotNeverGrows", 37);
+    let steps = trace.join("\n");
+    for step in [
+        "KillAtCap publish.insert_watermark of p0",
+        "IssueRelease p0",
+        "EvaluateGuard publish.insert_watermark of p0",
+        "LandRows publish.insert_watermark of p0",
+    ] {
+        assert!(steps.contains(step), "{step} missing from\n{steps}");
+    }
+}
+
 // ---- Every rejected design is found -----------------------------------
 
 #[test]

@@ -440,6 +440,8 @@ impl PublicationModel {
                 issued_at: now,
                 cap,
                 eval: Eval::Pending,
+                started_at: None,
+                detached: false,
             });
             p.waiting = true;
         } else {
@@ -449,9 +451,33 @@ impl PublicationModel {
         self.advance(s, i);
     }
 
-    fn within_cap(f: &Flight, now: u8) -> bool {
+    /// Whether `f` may still evaluate or land at `now`. With late starts a
+    /// statement that has not started may start at any time, and a started
+    /// one runs until its start plus its cap (ClickHouse counts
+    /// `max_execution_time` from the query's start); otherwise the cap
+    /// counts from the send.
+    fn within_cap(&self, f: &Flight, now: u8) -> bool {
+        let from = if self.cfg.late_start {
+            match f.started_at {
+                None => return true,
+                Some(start) => start,
+            }
+        } else {
+            f.issued_at
+        };
         f.cap
-            .is_none_or(|c| u16::from(now) <= u16::from(f.issued_at) + u16::from(c))
+            .is_none_or(|c| u16::from(now) <= u16::from(from) + u16::from(c))
+    }
+
+    /// Late starts: whether `f`'s client is still waiting on a statement
+    /// that has not started although its settle time (send plus cap) has
+    /// passed, so the driver hands it `Timeout` now.
+    fn client_gives_up(&self, f: &Flight, now: u8) -> bool {
+        self.cfg.late_start
+            && !f.detached
+            && f.started_at.is_none()
+            && f.cap
+                .is_some_and(|c| u16::from(now) > u16::from(f.issued_at) + u16::from(c))
     }
 
     fn deliver(&self, s: &mut State, owner: (u8, u8), input: Input) {
@@ -466,6 +492,9 @@ impl PublicationModel {
 
     fn evaluate(&self, s: &mut State, k: usize) {
         let now = s.now;
+        if self.cfg.late_start && s.flights[k].started_at.is_none() {
+            s.flights[k].started_at = Some(now);
+        }
         let f = &s.flights[k];
         let g = guards(&self.tables, &f.stmt.sql);
         let eval = match (&f.eval, g.fence) {
@@ -494,6 +523,7 @@ impl PublicationModel {
 
     fn land(&self, s: &mut State, k: usize) {
         let f = s.flights.remove(k);
+        let detached = f.detached;
         if let Eval::Evaluated {
             landing,
             fenced_out,
@@ -507,12 +537,23 @@ impl PublicationModel {
             }
             s.db.land(landing);
         }
-        self.deliver(s, f.owner, Input::Rows(Rows::empty()));
+        if !detached {
+            self.deliver(s, f.owner, Input::Rows(Rows::empty()));
+        }
     }
 
     fn kill(&self, s: &mut State, k: usize) {
+        if self.client_gives_up(&s.flights[k], s.now) {
+            // Late starts: the client hears `Timeout`, the statement stays.
+            s.flights[k].detached = true;
+            let owner = s.flights[k].owner;
+            self.deliver(s, owner, Input::Failed(Failure::Timeout));
+            return;
+        }
         let f = s.flights.remove(k);
-        self.deliver(s, f.owner, Input::Failed(Failure::Timeout));
+        if !f.detached {
+            self.deliver(s, f.owner, Input::Failed(Failure::Timeout));
+        }
     }
 
     fn crash(&self, s: &mut State, i: usize, orphan: bool) {
@@ -530,6 +571,8 @@ impl PublicationModel {
                 issued_at: now,
                 cap,
                 eval: Eval::Pending,
+                started_at: None,
+                detached: false,
             });
         }
         let incarnation = p.incarnation + 1;
@@ -697,7 +740,14 @@ impl PublicationModel {
         }
         for (k, f) in s.flights.iter().enumerate() {
             let (statement, publisher) = (f.stmt.name, f.owner.0);
-            if Self::within_cap(f, s.now) {
+            if self.client_gives_up(f, s.now) {
+                actions.push(Action::Kill {
+                    flight: k,
+                    statement,
+                    publisher,
+                });
+            }
+            if self.within_cap(f, s.now) {
                 if matches!(f.eval, Eval::Evaluated { .. }) {
                     actions.push(Action::Land {
                         flight: k,

@@ -100,6 +100,13 @@ pub struct Flight {
     pub cap: Option<u8>,
     /// Engine progress.
     pub eval: Eval,
+    /// Late starts only (`ModelConfig::late_start`): the tick the server
+    /// started it at, from which its cap counts (`None`: not started, or
+    /// late starts off, when the cap counts from `issued_at`).
+    pub started_at: Option<u8>,
+    /// Late starts only: its client was told `Timeout` before it started;
+    /// whatever it does later reaches nobody.
+    pub detached: bool,
 }
 
 /// What the reader pinned.
