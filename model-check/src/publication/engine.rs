@@ -7,7 +7,10 @@
 //! ([`fragments::lease_fence`], [`fragments::version_barrier`], the
 //! membership predicate) in `stmt.sql`. A statement with no recognised guard
 //! runs unguarded, so a builder that drops or edits a fragment loses the
-//! guard here too.
+//! guard here too. What a found guard DOES is never written here: every
+//! guard and every read is evaluated by its meaning in
+//! [`capcat_proto::fragments::meaning`], which capcat-clickhouse's
+//! `fragments_live` test checks against the real engine.
 
 use std::collections::BTreeSet;
 
