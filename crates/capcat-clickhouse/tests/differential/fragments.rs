@@ -33,44 +33,71 @@ fn mask(bits: impl IntoIterator<Item = usize>) -> u64 {
     bits.into_iter().fold(0, |m, i| m | (1 << i))
 }
 
-/// `SELECT` of the candidates `(i, store_id, pack_id)`: every pack of the
-/// pool and one no table holds.
-fn pack_candidates() -> (Vec<PackRef>, String) {
+/// Numbered candidates a set-valued fragment is evaluated over: the values
+/// and the subquery `(SELECT i, <columns> FROM values(...))` that lists them.
+struct Candidates<T> {
+    items: Vec<T>,
+    sql: String,
+}
+
+impl<T: Ord> Candidates<T> {
+    /// `schema` names and types the columns after `i` (as `values()` takes
+    /// them); `render` writes one item's column values.
+    fn new(columns: &str, schema: &str, items: Vec<T>, render: impl Fn(&T) -> String) -> Self {
+        let rows: Vec<String> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| format!("({i}, {})", render(item)))
+            .collect();
+        let sql = format!(
+            "(SELECT i, {columns} FROM values('i UInt64, {schema}', {}))",
+            rows.join(", ")
+        );
+        Self { items, sql }
+    }
+
+    /// The bitmask the engine reports for `predicate` over these candidates.
+    fn admitted_by(&self, predicate: &str) -> String {
+        admitted_by(predicate, &self.sql)
+    }
+
+    /// The bitmask of the candidates in `admitted`, as the meaning predicts.
+    fn mask(&self, admitted: &BTreeSet<T>) -> u64 {
+        mask(
+            self.items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| admitted.contains(*item))
+                .map(|(i, _)| i),
+        )
+    }
+}
+
+/// Every pack of the pool and one no table holds.
+fn pack_candidates() -> Candidates<PackRef> {
     let mut all = packs().to_vec();
     all.push(("s9".to_owned(), Uuid::from_u128(0xCC)));
-    let rows: Vec<String> = all
-        .iter()
-        .enumerate()
-        .map(|(i, (s, p))| format!("({i}, '{s}', '{p}')"))
-        .collect();
-    (
+    Candidates::new(
+        "store_id, pack_id",
+        "store_id String, pack_id UUID",
         all,
-        format!(
-            "(SELECT i, store_id, pack_id FROM values('i UInt64, store_id String, pack_id UUID', {}))",
-            rows.join(", ")
-        ),
+        |(s, p)| format!("'{s}', '{p}'"),
     )
 }
 
-/// `SELECT` of the candidates `(i, index_version, publish_id)`.
-fn pair_candidates() -> (Vec<(u64, Uuid)>, String) {
+/// Every (index_version, publish_id) of the pools.
+fn pair_candidates() -> Candidates<(u64, Uuid)> {
     let mut all = Vec::new();
     for v in 0..=TOP + 1 {
         for id in publish_ids() {
             all.push((v, id));
         }
     }
-    let rows: Vec<String> = all
-        .iter()
-        .enumerate()
-        .map(|(i, (v, id))| format!("({i}, {v}, '{id}')"))
-        .collect();
-    (
+    Candidates::new(
+        "index_version, publish_id",
+        "index_version UInt64, publish_id UUID",
         all,
-        format!(
-            "(SELECT i, index_version, publish_id FROM values('i UInt64, index_version UInt64, publish_id UUID', {}))",
-            rows.join(", ")
-        ),
+        |(v, id)| format!("{v}, '{id}'"),
     )
 }
 
@@ -193,26 +220,8 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
         );
     }
 
-    let (pack_list, pack_rows) = pack_candidates();
-    let pack_mask = |admitted: &BTreeSet<PackRef>| {
-        mask(
-            pack_list
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| admitted.contains(*p))
-                .map(|(i, _)| i),
-        )
-    };
-    let (pair_list, pair_rows) = pair_candidates();
-    let pair_mask = |admitted: &BTreeSet<(u64, Uuid)>| {
-        mask(
-            pair_list
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| admitted.contains(*p))
-                .map(|(i, _)| i),
-        )
-    };
+    let packs = pack_candidates();
+    let pairs = pair_candidates();
     for &reach in &state.params.reaches {
         let (bound, w) = match reach {
             Reach::Published => (MembershipBound::Published, None),
@@ -224,18 +233,15 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
             .collect();
         probe.add(
             format!("membership({reach:?})"),
-            &admitted_by(&fragments::membership_predicate(tables, bound), &pack_rows),
+            &packs.admitted_by(&fragments::membership_predicate(tables, bound)),
             &params,
-            pack_mask(&meaning::members(&state.manifest, &state.watermark, reach)),
+            packs.mask(&meaning::members(&state.manifest, &state.watermark, reach)),
         );
         probe.add(
             format!("version-only membership({reach:?})"),
-            &admitted_by(
-                &version_only_membership_predicate(tables, bound),
-                &pack_rows,
-            ),
+            &packs.admitted_by(&version_only_membership_predicate(tables, bound)),
             &params,
-            pack_mask(&rejected::version_only_members(
+            packs.mask(&rejected::version_only_members(
                 &state.manifest,
                 &state.watermark,
                 reach,
@@ -243,9 +249,9 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
         );
         probe.add(
             format!("published pairs({reach:?})"),
-            &admitted_by(&fragments::published_pairs(tables, bound), &pair_rows),
+            &pairs.admitted_by(&fragments::published_pairs(tables, bound)),
             &params,
-            pair_mask(&meaning::published_pairs(&state.watermark, reach)),
+            pairs.mask(&meaning::published_pairs(&state.watermark, reach)),
         );
     }
     for &w in &state.params.pins {

@@ -35,14 +35,30 @@ async fn run(transport: &dyn Transport, stmt: &Statement) -> Result<Rows, String
         .map_err(|f| format!("{}: {f}\n{}", stmt.name, stmt.sql))
 }
 
-fn uuids(rows: &Rows) -> BTreeSet<uuid::Uuid> {
-    rows.0
+/// Every row of `rows` (the answer to `what`) parsed by `parse`, sorted; an
+/// unparseable row is an error, never dropped, so it cannot hide a
+/// disagreement.
+fn parsed<T: Ord>(
+    what: &str,
+    rows: &Rows,
+    parse: impl Fn(&[Value]) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    let mut out = rows
+        .0
         .iter()
-        .filter_map(|r| match r.as_slice() {
-            [Value::Uuid(u)] => Some(*u),
-            _ => None,
-        })
-        .collect()
+        .map(|r| parse(r).ok_or_else(|| format!("{what}: unexpected row {r:?}")))
+        .collect::<Result<Vec<T>, String>>()?;
+    out.sort();
+    Ok(out)
+}
+
+/// The distinct ids of a one-UUID-column answer.
+fn uuids(what: &str, rows: &Rows) -> Result<BTreeSet<uuid::Uuid>, String> {
+    let ids = parsed(what, rows, |r| match r {
+        [Value::Uuid(u)] => Some(*u),
+        _ => None,
+    })?;
+    Ok(ids.into_iter().collect())
 }
 
 fn compare<T: PartialEq + std::fmt::Debug>(
@@ -73,35 +89,28 @@ pub async fn reads(
     compare(&mut out, "lease.read_head", head.0, predicted);
 
     // The read-back statement as a whole: its rows, as a multiset.
-    for (term, lease) in [(state.read_version, state.lease.first().map(|r| r.lease_id))] {
-        let lease = lease.unwrap_or_else(|| super::state::lease_ids()[0]);
-        let rows = run(
-            transport,
-            &at_now(state, lease::sql::read_claims(t, term, lease), true),
-        )
-        .await?;
-        let mut engine: Vec<(uuid::Uuid, u64)> = rows
-            .0
-            .iter()
-            .filter_map(|r| match r.as_slice() {
-                [Value::Uuid(id), Value::UInt64(e)] => Some((*id, *e)),
-                _ => None,
-            })
+    let term = state.read_version;
+    let lease = state
+        .lease
+        .first()
+        .map_or_else(|| super::state::lease_ids()[0], |r| r.lease_id);
+    let what = format!("lease.read_claims(term {term}, lease {lease})");
+    let rows = run(
+        transport,
+        &at_now(state, lease::sql::read_claims(t, term, lease), true),
+    )
+    .await?;
+    let engine = parsed(&what, &rows, |r| match r {
+        [Value::Uuid(id), Value::UInt64(e)] => Some((*id, *e)),
+        _ => None,
+    })?;
+    let mut predicted: Vec<(uuid::Uuid, u64)> =
+        meaning::claim_read_back(&state.lease, term, lease, NOW_NS)
+            .into_iter()
+            .map(|r| (r.lease_id, r.expires_at_ns))
             .collect();
-        let mut predicted: Vec<(uuid::Uuid, u64)> =
-            meaning::claim_read_back(&state.lease, term, lease, NOW_NS)
-                .into_iter()
-                .map(|r| (r.lease_id, r.expires_at_ns))
-                .collect();
-        engine.sort_unstable();
-        predicted.sort_unstable();
-        compare(
-            &mut out,
-            &format!("lease.read_claims(term {term}, lease {lease})"),
-            engine,
-            predicted,
-        );
-    }
+    predicted.sort_unstable();
+    compare(&mut out, &what, engine, predicted);
 
     let head = run(
         transport,
@@ -127,7 +136,7 @@ pub async fn reads(
     compare(
         &mut out,
         &format!("allocate.read_claims({v})"),
-        uuids(&claims),
+        uuids("allocate.read_claims", &claims)?,
         meaning::ids_at(&state.claims, v),
     );
 
@@ -139,7 +148,7 @@ pub async fn reads(
     compare(
         &mut out,
         &format!("publish.read_publish_ids({v})"),
-        uuids(&ids),
+        uuids("publish.read_publish_ids", &ids)?,
         meaning::ids_at(&state.watermark, v),
     );
 
@@ -149,14 +158,12 @@ pub async fn reads(
         &at_now(state, index::sql::read_committed(t, asked), false),
     )
     .await?;
-    let engine: BTreeSet<_> = committed
-        .0
-        .iter()
-        .filter_map(|r| match r.as_slice() {
-            [Value::String(s), Value::Uuid(p)] => Some((s.clone(), *p)),
-            _ => None,
-        })
-        .collect();
+    let engine: BTreeSet<_> = parsed("index.read_committed", &committed, |r| match r {
+        [Value::String(s), Value::Uuid(p)] => Some((s.clone(), *p)),
+        _ => None,
+    })?
+    .into_iter()
+    .collect();
     compare(
         &mut out,
         "index.read_committed",
@@ -200,13 +207,7 @@ async fn table_rows<T: Ord>(
     parse: impl Fn(&[Value]) -> Option<T>,
 ) -> Result<Vec<T>, String> {
     let rows = run(transport, &select(sql.clone(), columns)).await?;
-    let mut out = rows
-        .0
-        .iter()
-        .map(|r| parse(r).ok_or_else(|| format!("{sql}: unexpected row {r:?}")))
-        .collect::<Result<Vec<T>, String>>()?;
-    out.sort();
-    Ok(out)
+    parsed(&sql, &rows, parse)
 }
 
 async fn lease_rows(transport: &dyn Transport, t: &Tables) -> Result<Vec<LeaseRow>, String> {
