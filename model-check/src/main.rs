@@ -3,8 +3,8 @@
 //! ```text
 //! capcat-model-check list
 //! capcat-model-check check Publication [--variant NAME] [--publishers N] [--ticks N]
-//!     [--crashes N] [--crash-mid-statement] [--late-start] [--release] [--reacquire] [--foreign N]
-//!     [--no-reader] [--ttl N] [--cap N] [--attempts C,A,P] [--liveness]
+//!     [--crashes N] [--crash-mid-statement] [--no-late-start] [--passes N] [--release]
+//!     [--reacquire] [--foreign N] [--no-reader] [--ttl N] [--cap N] [--attempts C,A,P] [--liveness]
 //!     [--threads N] [--stop-at-first] [--strip-fence] [--dfs]
 //! capcat-model-check check DemandFold [--variant NAME] [--redeliveries N]
 //! capcat-model-check explore <model> [options] [--port N]
@@ -27,8 +27,8 @@ use stateright::Model;
 
 const USAGE: &str = "usage: capcat-model-check list | check <model> [options] | explore <model> [options] [--port N]
 models: Publication, DemandFold
-options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement --late-start
-  --release --reacquire --foreign N --no-reader --ttl N --cap N --attempts C,A,P
+options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement
+  --no-late-start (an assumption: statements start when sent) --passes N --release --reacquire --foreign N --no-reader --ttl N --cap N --attempts C,A,P
   --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
   statements rebuilt without the fence text through capcat-proto's hook)
 options (DemandFold): --variant NAME --redeliveries N";
@@ -73,7 +73,10 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
             "--ticks" => cfg.max_ticks = number(&flag, it.next())?,
             "--crashes" => cfg.crashes = number(&flag, it.next())?,
             "--crash-mid-statement" => cfg.crash_mid_statement = true,
+            // Late starts are on by default; the flag is kept for old commands.
             "--late-start" => cfg.late_start = true,
+            "--no-late-start" => cfg.late_start = false,
+            "--passes" => cfg.passes = number(&flag, it.next())?,
             "--release" => cfg.release = true,
             "--reacquire" => cfg.reacquire = true,
             "--foreign" => cfg.foreign_writes = number(&flag, it.next())?,

@@ -224,6 +224,23 @@ pub mod publication {
     /// resolves, so a pack re-indexed above W changes what the read returns.
     /// Breaks `PinnedReadsNeverChange`.
     pub const ROWS_ABOVE_WATERMARK: &str = "RowsAboveWatermark";
+    /// Rejected (this project's fence before the exact-row fence): the fence
+    /// names the lease id but not the row, so every renewal extends the
+    /// window of a statement sent before it; one the server starts late,
+    /// after its holder renewed and published a later version, lands under
+    /// a snapshot pinned since. Breaks `PinnedSnapshotNeverGrows`.
+    pub const LEASE_ID_FENCE: &str = "LeaseIdFence";
+    /// Rejected: a holder whose guarded statement timed out renews,
+    /// publishes or releases at once, while that statement may still start
+    /// on the server and land until the expiry of the row it named.
+    /// Breaks `PinnedSnapshotNeverGrows`.
+    pub const NO_SETTLE_AFTER_TIMEOUT: &str = "NoSettleAfterTimeout";
+    /// Rejected (this project's row bound before it asked for a published
+    /// version): a pinned read resolves rows of any version at or below W,
+    /// so rows a pass wrote for a version it claimed and never published (a
+    /// successor had already published above it) change what a pinned read
+    /// of an older member pack returns. Breaks `PinnedReadsNeverChange`.
+    pub const UNPUBLISHED_ROWS_RESOLVE: &str = "UnpublishedRowsResolve";
 
     /// Every design, shipped first.
     pub const VARIANTS: &[&str] = &[
@@ -242,6 +259,9 @@ pub mod publication {
         MARGINLESS_FENCE,
         OWN_TERM_READ_BACK,
         ROWS_ABOVE_WATERMARK,
+        LEASE_ID_FENCE,
+        NO_SETTLE_AFTER_TIMEOUT,
+        UNPUBLISHED_ROWS_RESOLVE,
     ];
 }
 

@@ -18,38 +18,16 @@ use capcat_model_check::run::{RunOptions, check};
 use stateright::Model;
 
 fn hazard(design: Design) -> ModelConfig {
-    ModelConfig {
-        max_ticks: 2,
-        ..ModelConfig::ci(design)
-    }
+    ModelConfig::short_clock(design)
 }
 
-/// The shipped design's CI configurations (each with the reader).
+/// The shipped design's CI configurations (each with the reader), the CI
+/// configuration last: by then the hazards have fired everything, and the
+/// search stops as soon as every action has fired.
 fn shipped_configurations() -> Vec<ModelConfig> {
-    let d = Design::Shipped;
-    // The CI configuration last: by then the hazards have fired everything,
-    // and the search stops as soon as every action has fired.
-    vec![
-        ModelConfig {
-            release: true,
-            ..hazard(d)
-        },
-        ModelConfig {
-            foreign_writes: 1,
-            crashes: 0,
-            ..hazard(d)
-        },
-        ModelConfig {
-            reacquire: true,
-            ..hazard(d)
-        },
-        ModelConfig {
-            attempts: (2, 1, 1),
-            crashes: 0,
-            ..hazard(d)
-        },
-        ModelConfig::ci(d),
-    ]
+    let mut set = ModelConfig::ci_set(Design::Shipped);
+    set.rotate_left(1);
+    set.into_iter().map(|(_, cfg)| cfg).collect()
 }
 
 /// Breadth-first over `cfg`'s states, collecting the shared names of the
@@ -118,11 +96,7 @@ fn violations() -> Vec<(Design, ModelConfig, &'static str)> {
         ),
         (
             Design::CountOnlyReadBack,
-            ModelConfig {
-                foreign_writes: 1,
-                crashes: 0,
-                ..hazard(Design::CountOnlyReadBack)
-            },
+            ModelConfig::with_foreign_row(Design::CountOnlyReadBack),
             n::REPORTED_MEANS_VISIBLE,
         ),
         (
@@ -132,10 +106,7 @@ fn violations() -> Vec<(Design, ModelConfig, &'static str)> {
         ),
         (
             Design::FreshLeaseIdOnReacquire,
-            ModelConfig {
-                reacquire: true,
-                ..hazard(Design::FreshLeaseIdOnReacquire)
-            },
+            ModelConfig::with_reacquire(Design::FreshLeaseIdOnReacquire),
             n::ONE_LIVE_LEASE,
         ),
         (

@@ -65,77 +65,36 @@ fn ci(design: Design) -> ModelConfig {
     ModelConfig::ci(design)
 }
 
-/// The hazard configurations: the CI configuration with a clock of two
-/// ticks (one TTL) and one hazard switched on, always with the reader. The
-/// three-tick clock of the CI configuration multiplies each of them by four
-/// to ten; `capcat-model-check check Publication --ticks 3 ...` runs them
-/// there (docs/model-checking.md records the figures).
 fn hazard(design: Design) -> ModelConfig {
-    ModelConfig {
-        max_ticks: 2,
-        ..ci(design)
-    }
-}
-
-/// A stale holder releasing, with the crash.
-fn with_release(design: Design) -> ModelConfig {
-    ModelConfig {
-        release: true,
-        ..hazard(design)
-    }
-}
-
-fn with_foreign_row(design: Design) -> ModelConfig {
-    ModelConfig {
-        foreign_writes: 1,
-        crashes: 0,
-        ..hazard(design)
-    }
-}
-
-fn with_reacquire(design: Design) -> ModelConfig {
-    ModelConfig {
-        reacquire: true,
-        ..hazard(design)
-    }
-}
-
-/// Claim retries enumerate every jitter value of the 9-wide window, with
-/// the reader (the hazard that grew a pinned snapshot in 36 steps on the
-/// design before the rival-aware read-back).
-fn with_claim_retries(design: Design) -> ModelConfig {
-    ModelConfig {
-        attempts: (2, 1, 1),
-        crashes: 0,
-        ..hazard(design)
-    }
+    ModelConfig::short_clock(design)
 }
 
 // ---- The shipped design, exhaustively ----------------------------------
 
 /// 2 publishers + 1 reader + a free clock of 3 ticks (a lease renewed at
-/// tick 1 expires inside the bounds) + 1 crash: no timing assumption, the
-/// clock may tick between any two steps.
+/// tick 1 expires inside the bounds) + 1 crash, and late starts: no timing
+/// assumption, the clock may tick between any two steps and a guarded
+/// statement may start on the server at any time after its send.
 #[test]
 fn shipped_design_holds_every_property_with_two_publishers_a_reader_a_free_clock_and_a_crash() {
-    assert_holds(ci(Design::Shipped), 1_497_300);
+    assert_holds(ci(Design::Shipped), 1_904_638);
 }
 
 #[test]
 fn shipped_design_holds_with_a_foreign_row_at_a_version() {
-    assert_holds(with_foreign_row(Design::Shipped), 197_138);
+    assert_holds(ModelConfig::with_foreign_row(Design::Shipped), 207_944);
 }
 
 #[test]
 fn shipped_design_holds_with_holders_re_acquiring() {
-    assert_holds(with_reacquire(Design::Shipped), 250_541);
+    assert_holds(ModelConfig::with_reacquire(Design::Shipped), 269_057);
 }
 
 /// A contested claim retries with `Step::Draw { below: 9 }`: every jitter
 /// value is a separate action, and the reader is present.
 #[test]
 fn shipped_design_holds_with_claim_retries_enumerating_every_jitter_value_beside_a_reader() {
-    assert_holds(with_claim_retries(Design::Shipped), 731_110);
+    assert_holds(ModelConfig::with_claim_retries(Design::Shipped), 749_794);
 }
 
 /// A stale holder releasing, with the crash: the late release tombstone
@@ -143,7 +102,24 @@ fn shipped_design_holds_with_claim_retries_enumerating_every_jitter_value_beside
 /// contested term) is the finding this configuration was built for.
 #[test]
 fn a_late_release_tombstone_over_a_new_holders_term_holds() {
-    assert_holds(with_release(Design::Shipped), 687_771);
+    assert_holds(ModelConfig::with_release(Design::Shipped), 701_854);
+}
+
+/// Passes that run again under the same lease after a failure: a
+/// watermark told it timed out may start later, and the holder publishes
+/// another batch once its renewal proves the abandoned statement dead.
+#[test]
+fn shipped_design_holds_with_passes_that_run_again_after_a_timeout() {
+    assert_holds(ModelConfig::with_passes(Design::Shipped), 1_399_735);
+}
+
+/// A lease long enough for a statement started after its client gave up
+/// to pass its fence, passes that run again, and a release: the schedules
+/// that grew a pinned snapshot before the exact-row fence and the settle
+/// rule.
+#[test]
+fn shipped_design_holds_with_late_starts_inside_a_long_lease() {
+    assert_holds(ModelConfig::with_long_lease(Design::Shipped), 673_419);
 }
 
 #[test]
@@ -151,41 +127,13 @@ fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
     assert_holds(ModelConfig::liveness(Design::Shipped), 340);
 }
 
-// ---- A known gap of the shipped design --------------------------------
-
-/// Late starts (`ModelConfig::late_start`): a guarded statement may start on
-/// the server long after its send, its cap counted from its start, while
-/// its client (told `Timeout` at send + cap by the driver's settle wait)
-/// releases. A lease of four ticks leaves the release its margin.
-fn with_late_starts() -> ModelConfig {
-    ModelConfig {
-        late_start: true,
-        release: true,
-        ttl_ticks: 4,
-        max_ticks: 3,
-        crashes: 0,
-        ..ci(Design::Shipped)
-    }
-}
-
-/// The SHIPPED design fails here: p0's watermark INSERT starts only after
-/// p0 was told it timed out and released; it passes the fence (the release
-/// has not landed yet), p1 takes over on the strength of the tombstone,
-/// publishes v2, the reader pins W = 2, and p0's row at v1 lands under it.
-/// This test asserts the checker FINDS it; it turns red the day the
-/// protocol closes the gap (docs/model-checking.md names the candidate
-/// fix), and must then become an `assert_holds`.
+/// No CI configuration assumes that a statement starts when it is sent, and
+/// every one has the reader.
 #[test]
-fn a_statement_started_late_after_its_client_released_grows_a_pinned_snapshot() {
-    let trace = assert_found(with_late_starts(), "PinnedSnapshotNeverGrows", 37);
-    let steps = trace.join("\n");
-    for step in [
-        "KillAtCap publish.insert_watermark of p0",
-        "IssueRelease p0",
-        "EvaluateGuard publish.insert_watermark of p0",
-        "LandRows publish.insert_watermark of p0",
-    ] {
-        assert!(steps.contains(step), "{step} missing from\n{steps}");
+fn late_starts_are_on_in_every_ci_configuration() {
+    for (name, cfg) in ModelConfig::ci_set(Design::Shipped) {
+        assert!(cfg.late_start, "{name} assumes statements start when sent");
+        assert!(cfg.reader, "{name} has no reader");
     }
 }
 
@@ -221,7 +169,7 @@ fn two_subquery_fence_is_found() {
 #[test]
 fn count_only_read_back_is_found() {
     assert_found(
-        with_foreign_row(Design::CountOnlyReadBack),
+        ModelConfig::with_foreign_row(Design::CountOnlyReadBack),
         n::REPORTED_MEANS_VISIBLE,
         18,
     );
@@ -230,7 +178,7 @@ fn count_only_read_back_is_found() {
 #[test]
 fn membership_on_version_alone_is_found() {
     assert_found(
-        with_foreign_row(Design::MembershipOnVersionAlone),
+        ModelConfig::with_foreign_row(Design::MembershipOnVersionAlone),
         n::PINNED_SNAPSHOT_NEVER_GROWS,
         17,
     );
@@ -241,7 +189,7 @@ fn unfenced_release_is_found() {
     assert_found(
         ModelConfig {
             crashes: 0,
-            ..with_release(Design::UnfencedRelease)
+            ..ModelConfig::with_release(Design::UnfencedRelease)
         },
         n::ONE_LIVE_LEASE,
         12,
@@ -251,7 +199,7 @@ fn unfenced_release_is_found() {
 #[test]
 fn fresh_lease_id_on_re_acquire_is_found() {
     assert_found(
-        with_reacquire(Design::FreshLeaseIdOnReacquire),
+        ModelConfig::with_reacquire(Design::FreshLeaseIdOnReacquire),
         n::ONE_LIVE_LEASE,
         4,
     );
@@ -331,7 +279,7 @@ fn marginless_fence_is_found() {
 #[test]
 fn own_term_read_back_is_found_with_claim_retries() {
     assert_found(
-        with_claim_retries(Design::OwnTermReadBack),
+        ModelConfig::with_claim_retries(Design::OwnTermReadBack),
         n::PINNED_SNAPSHOT_NEVER_GROWS,
         34,
     );
@@ -345,6 +293,56 @@ fn rows_above_the_watermark_are_found() {
         hazard(Design::RowsAboveWatermark),
         n::PINNED_READS_NEVER_CHANGE,
         25,
+    );
+}
+
+/// The fence on the lease id alone: a watermark told it timed out starts
+/// after its holder's renewal proved the settle wait over, passes a fence
+/// that the renewal extended, and lands after the holder published another
+/// batch and the reader pinned it.
+#[test]
+fn a_fence_on_the_lease_id_alone_is_found_with_passes_that_run_again() {
+    let trace = assert_found(
+        ModelConfig::with_passes(Design::LeaseIdFence),
+        n::PINNED_SNAPSHOT_NEVER_GROWS,
+        38,
+    );
+    let steps = trace.join("\n");
+    for step in [
+        "KillAtCap publish.insert_watermark of p0",
+        "EvaluateGuard publish.insert_watermark of p0",
+        "PinWatermark",
+    ] {
+        assert!(steps.contains(step), "{step} missing from\n{steps}");
+    }
+}
+
+/// A holder that acts at once after a timeout (no settle rule): the
+/// abandoned watermark starts later and lands under a snapshot pinned
+/// after the holder's next publish or its release.
+#[test]
+fn acting_at_once_after_a_timeout_is_found_with_late_starts() {
+    let trace = assert_found(
+        ModelConfig::with_long_lease(Design::NoSettleAfterTimeout),
+        n::PINNED_SNAPSHOT_NEVER_GROWS,
+        41,
+    );
+    let steps = trace.join("\n");
+    assert!(
+        steps.contains("KillAtCap publish.insert_watermark of p0"),
+        "{steps}"
+    );
+}
+
+/// The row bound `index_version <= W` alone: a pass that runs again for a
+/// pack whose watermark landed after its client was told it timed out
+/// writes rows at a version it never publishes, below a W pinned since.
+#[test]
+fn rows_of_unpublished_versions_are_found() {
+    assert_found(
+        ModelConfig::with_long_lease(Design::UnpublishedRowsResolve),
+        n::PINNED_READS_NEVER_CHANGE,
+        39,
     );
 }
 

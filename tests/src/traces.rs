@@ -39,17 +39,9 @@ pub const SEARCH_LIMIT: usize = 5_000_000;
 /// The configuration and property under which each rejected design fails
 /// (as model-check/tests/publication.rs checks them).
 pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
-    // The hazard configurations of model-check/tests/publication.rs: the CI
-    // configuration with a clock of two ticks and one hazard switched on.
-    let hazard = |d| ModelConfig {
-        max_ticks: 2,
-        ..ModelConfig::ci(d)
-    };
-    let foreign = |d| ModelConfig {
-        foreign_writes: 1,
-        crashes: 0,
-        ..hazard(d)
-    };
+    // The configurations of model-check/tests/publication.rs, from the
+    // model's own constructors.
+    let hazard = ModelConfig::short_clock;
     vec![
         (
             Design::BarrierOnly,
@@ -68,29 +60,25 @@ pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
         ),
         (
             Design::CountOnlyReadBack,
-            foreign(Design::CountOnlyReadBack),
+            ModelConfig::with_foreign_row(Design::CountOnlyReadBack),
             n::REPORTED_MEANS_VISIBLE,
         ),
         (
             Design::MembershipOnVersionAlone,
-            foreign(Design::MembershipOnVersionAlone),
+            ModelConfig::with_foreign_row(Design::MembershipOnVersionAlone),
             n::PINNED_SNAPSHOT_NEVER_GROWS,
         ),
         (
             Design::UnfencedRelease,
             ModelConfig {
-                release: true,
                 crashes: 0,
-                ..hazard(Design::UnfencedRelease)
+                ..ModelConfig::with_release(Design::UnfencedRelease)
             },
             n::ONE_LIVE_LEASE,
         ),
         (
             Design::FreshLeaseIdOnReacquire,
-            ModelConfig {
-                reacquire: true,
-                ..hazard(Design::FreshLeaseIdOnReacquire)
-            },
+            ModelConfig::with_reacquire(Design::FreshLeaseIdOnReacquire),
             n::ONE_LIVE_LEASE,
         ),
         (
@@ -110,16 +98,27 @@ pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
         ),
         (
             Design::OwnTermReadBack,
-            ModelConfig {
-                attempts: (2, 1, 1),
-                crashes: 0,
-                ..hazard(Design::OwnTermReadBack)
-            },
+            ModelConfig::with_claim_retries(Design::OwnTermReadBack),
             n::PINNED_SNAPSHOT_NEVER_GROWS,
         ),
         (
             Design::RowsAboveWatermark,
             hazard(Design::RowsAboveWatermark),
+            n::PINNED_READS_NEVER_CHANGE,
+        ),
+        (
+            Design::LeaseIdFence,
+            ModelConfig::with_passes(Design::LeaseIdFence),
+            n::PINNED_SNAPSHOT_NEVER_GROWS,
+        ),
+        (
+            Design::NoSettleAfterTimeout,
+            ModelConfig::with_long_lease(Design::NoSettleAfterTimeout),
+            n::PINNED_SNAPSHOT_NEVER_GROWS,
+        ),
+        (
+            Design::UnpublishedRowsResolve,
+            ModelConfig::with_long_lease(Design::UnpublishedRowsResolve),
             n::PINNED_READS_NEVER_CHANGE,
         ),
     ]
@@ -384,12 +383,13 @@ fn folded_statements(
                 // The acquire succeeded and the publisher starts its index
                 // pass, whose first statement (the replay guard's read) the
                 // model runs in this step too. It reads only the pass's
-                // packs: the publisher's own (`pack_of`).
+                // packs: the publisher's own first pack (`pack_of`).
                 if let (Some(Phase::Pass(_)), Some(lease)) = (
                     after.publishers.get(publisher).map(|a| &a.phase),
                     after.publishers.get(publisher).and_then(|a| a.held.clone()),
                 ) {
-                    let (store_id, pack_id) = pack_of(u8::try_from(publisher).unwrap_or(u8::MAX));
+                    let (store_id, pack_id) =
+                        pack_of(u8::try_from(publisher).unwrap_or(u8::MAX), 0);
                     let descriptor = CaptureDescriptor {
                         locator: Locator {
                             store_id,

@@ -2,17 +2,19 @@
 //! release build of the checker, each printing its figures (states, unique
 //! states, depth, seconds) as it finishes.
 //!
-//! `cargo test -p capcat-model-check` runs the CI configuration at a clock
-//! of 3 ticks and every hazard configuration at 2; this chore runs the
-//! hazards at 3 ticks as well, and the three-publisher configuration, which
-//! is the check docs/model-checking.md records figures for.
+//! `cargo test -p capcat-model-check` runs the CI set
+//! (`ModelConfig::ci_set`: the CI configuration and the short-clock
+//! hazards, passes that run again, a long lease); this chore runs the
+//! hazards at 3 ticks, the passes and the long lease with a crash, and the
+//! three-publisher configuration, which is the check
+//! docs/model-checking.md records figures for. Late starts are on in all.
 
 use std::process::Command;
 
 use crate::{Result, cache};
 
 /// The deep configurations: (what it is, the checker's arguments).
-const DEEP: [(&str, &[&str]); 6] = [
+const DEEP: [(&str, &[&str]); 8] = [
     (
         "claim retries beside the reader, 3 ticks",
         &[
@@ -40,6 +42,23 @@ const DEEP: [(&str, &[&str]); 6] = [
     (
         "crashes orphaning the INSERT about to be sent, 3 ticks",
         &["--crash-mid-statement", "--ticks", "3", "--dfs"],
+    ),
+    (
+        "passes that run again, with a crash, 3 ticks",
+        &["--passes", "3", "--ticks", "3", "--dfs"],
+    ),
+    (
+        "a long lease, passes, a release and a crash, 4 ticks",
+        &[
+            "--ttl",
+            "4",
+            "--ticks",
+            "4",
+            "--passes",
+            "3",
+            "--release",
+            "--dfs",
+        ],
     ),
     (
         "three publishers, 2 ticks",

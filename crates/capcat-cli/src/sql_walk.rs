@@ -257,6 +257,7 @@ pub(crate) fn render(tables: &Tables, protocol: &Config) -> (String, BTreeMap<St
         holder: holder.clone(),
         term: 1,
         expires_at_ns: FAR_NS,
+        unsettled_until_ns: 0,
     };
     let mut count = |title: &str, n: usize| {
         counts.insert(title.to_owned(), n);

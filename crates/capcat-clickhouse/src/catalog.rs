@@ -160,7 +160,7 @@ impl Catalog {
         version: u64,
         packs: BTreeSet<PackRef>,
     ) -> Result<Published, CatalogError> {
-        let held = lease.current()?.clone();
+        let held = lease.begin_guarded_run()?;
         let mut machine = Publish::new(
             self.tables.clone(),
             self.config.clone(),
@@ -201,6 +201,16 @@ impl Catalog {
                 publish_id,
                 head,
             }),
+            PublishOutcome::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+                ..
+            } => Err(CatalogError::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+            }),
             PublishOutcome::Conflict {
                 version,
                 publish_id,
@@ -221,7 +231,7 @@ impl Catalog {
         lease: &mut LeaseHandle,
         descriptors: Vec<CaptureDescriptor>,
     ) -> Result<IndexReport, CatalogError> {
-        let held = lease.current()?.clone();
+        let held = lease.begin_guarded_run()?;
         let mut machine = IndexPass::new(
             self.tables.clone(),
             self.config.clone(),

@@ -57,6 +57,19 @@ pub enum CatalogError {
         /// The released lease's id.
         lease_id: Uuid,
     },
+    /// A publish or index pass under this handle was dropped (its future
+    /// cancelled) before it handed the lease back, so a guarded statement of
+    /// it may still be running on the server. The handle is never used
+    /// again and never released; acquire the lease again (a fresh acquire
+    /// waits until every row of this lease has expired).
+    #[error(
+        "lease {lease_id} is in doubt: an operation under it was cancelled mid-statement; \
+         it is left to expire; acquire the lease again"
+    )]
+    InDoubt {
+        /// The lease left to expire.
+        lease_id: Uuid,
+    },
     /// Version allocation failed.
     #[error(transparent)]
     Allocate(#[from] AllocateError),
@@ -78,6 +91,23 @@ pub enum CatalogError {
         publish_id: Uuid,
         /// The head that replaced the lease, if any.
         head: Option<LeaseHead>,
+    },
+    /// The publish was put off: a guarded statement an earlier attempt under
+    /// this lease abandoned (a timeout, a lost connection) may still land
+    /// until the server's clock passes `until_ns`. Nothing was written;
+    /// publish again after `wait_ns` (a renewal by the lease keeper in the
+    /// meantime proves the wait over just as well).
+    #[error(
+        "publish of version {version} was put off: a statement an earlier attempt abandoned \
+         may still land for {wait_ns} ns (until server time {until_ns}); publish again after that"
+    )]
+    Unsettled {
+        /// The version that was to be published.
+        version: u64,
+        /// The server time the abandoned statement may land until.
+        until_ns: u64,
+        /// How much longer the server's clock must run past the renewal.
+        wait_ns: u64,
     },
     /// The publish stands beside a foreign publish at the same version: the
     /// packs ARE visible, and an operator must look at the union.

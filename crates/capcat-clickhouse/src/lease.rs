@@ -21,6 +21,14 @@ pub struct LeaseHandle {
     release_sent: bool,
     /// A release completed.
     released: bool,
+    /// A machine that may send guarded statements under this lease started
+    /// and has not handed the lease back: if the future running it was
+    /// dropped (cancelled) mid-statement, a guarded statement may still be
+    /// running on the server, under a row this handle may not even know
+    /// (the machine may have renewed). Such a handle is never used again
+    /// and never released: the lease lapses, and a fresh acquire waits out
+    /// every row of it (the claim read-back refuses while any is live).
+    in_doubt: bool,
 }
 
 impl LeaseHandle {
@@ -39,6 +47,7 @@ impl LeaseHandle {
             lease,
             release_sent: false,
             released: false,
+            in_doubt: false,
         })
     }
 
@@ -47,7 +56,11 @@ impl LeaseHandle {
     /// land makes every rival's read-back ignore this lease's rows, so the
     /// lease must never renew or publish again.
     pub fn current(&self) -> Result<&Lease, CatalogError> {
-        if self.release_sent {
+        if self.in_doubt {
+            Err(CatalogError::InDoubt {
+                lease_id: self.lease.lease_id,
+            })
+        } else if self.release_sent {
             Err(CatalogError::Released {
                 lease_id: self.lease.lease_id,
             })
@@ -61,12 +74,29 @@ impl LeaseHandle {
         &self.lease
     }
 
-    pub(crate) fn update(&mut self, lease: Lease) {
+    /// The lease for a machine that may send guarded statements; the
+    /// handle stays in doubt until [`update`](Self::update) hands the
+    /// machine's lease back.
+    pub(crate) fn begin_guarded_run(&mut self) -> Result<Lease, CatalogError> {
+        let lease = self.current()?.clone();
+        self.in_doubt = true;
+        Ok(lease)
+    }
+
+    pub(crate) fn update(&mut self, mut lease: Lease) {
+        self.in_doubt = false;
         // A machine hands back the lease it ran with; a renewal inside it only
         // moves the term and expiry forward, never the id.
-        if lease.lease_id == self.lease.lease_id && lease.term >= self.lease.term {
-            self.lease = lease;
+        if lease.lease_id != self.lease.lease_id || lease.term < self.lease.term {
+            return;
         }
+        // Only a renewal (a new term, stamped by the server) can prove that
+        // an abandoned statement can no longer land: at the same term the
+        // mark is kept whatever the machine handed back.
+        if lease.term == self.lease.term {
+            lease.unsettled_until_ns = lease.unsettled_until_ns.max(self.lease.unsettled_until_ns);
+        }
+        self.lease = lease;
     }
 
     /// Extends the lease (a new term under the same lease id, a fresh
@@ -87,7 +117,9 @@ impl LeaseHandle {
     /// (live or not), takes a fresh one otherwise (when nobody live holds it).
     /// After a release was sent the old id is never presented again.
     pub async fn reacquire(&mut self) -> Result<&Lease, CatalogError> {
-        let held = (!self.release_sent).then(|| self.lease.clone());
+        // A handle in doubt presents nothing: a fresh id waits out every
+        // row of its lease, whichever row a dropped machine last claimed.
+        let held = (!self.release_sent && !self.in_doubt).then(|| self.lease.clone());
         let machine = LeaseClaim::acquire(
             self.catalog.tables().clone(),
             self.catalog.config().clone(),
@@ -99,14 +131,22 @@ impl LeaseHandle {
         self.lease = lease;
         self.release_sent = false;
         self.released = false;
+        self.in_doubt = false;
         Ok(&self.lease)
     }
 
     /// Releases the lease with ONE fenced statement: it writes a tombstone
     /// only while this lease is still the live head, so a stale holder can
     /// never revoke a successor. After `Ok` the handle is spent; after `Err`
-    /// it still holds the lease.
+    /// it still holds the lease. A lease a guarded statement of which may
+    /// still land (`Lease::unsettled`, or a handle in doubt) is not
+    /// released: the error says so, and the lease is left to expire.
     pub async fn release(&mut self) -> Result<(), CatalogError> {
+        if self.in_doubt {
+            return Err(CatalogError::InDoubt {
+                lease_id: self.lease.lease_id,
+            });
+        }
         if self.released {
             return Err(CatalogError::Released {
                 lease_id: self.lease.lease_id,

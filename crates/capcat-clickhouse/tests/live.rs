@@ -488,18 +488,25 @@ async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
     let c = &live.catalog;
     let t = live.tables();
     let cfg = c.config();
-    let (v, publish_id, lease_id) = (1, Uuid::new_v4(), Uuid::new_v4());
+    let (v, publish_id) = (1, Uuid::new_v4());
+    let lease = capcat_proto::Lease {
+        lease_id: Uuid::new_v4(),
+        holder: "nobody".to_owned(),
+        term: 1,
+        expires_at_ns: u64::MAX >> 2,
+        unsettled_until_ns: 0,
+    };
     let statements = [
         capcat_proto::publish::sql::insert_manifest(
             t,
             cfg,
             v,
             publish_id,
-            lease_id,
+            &lease,
             vec![("store-a".to_owned(), Uuid::new_v4())],
         ),
-        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, lease_id, 1),
-        capcat_proto::lease::sql::release(t, cfg, lease_id, "nobody"),
+        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, &lease, 1),
+        capcat_proto::lease::sql::release(t, cfg, &lease),
     ];
     for stmt in &statements {
         ok(stmt.name, c.transport().execute(stmt).await);

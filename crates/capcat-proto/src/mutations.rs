@@ -8,8 +8,9 @@
 //! fragment, and the model stops applying the guard.
 
 use crate::fragments::{
-    LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, SERVER_NOW_NS, TERM_PARAM, WATERMARK_PARAM,
-    claim_read_back, lease_fence, manifest_complete, membership_predicate, pinned_rows,
+    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, SERVER_NOW_NS, TERM_PARAM,
+    WATERMARK_PARAM, claim_read_back, lease_fence, manifest_complete, membership_predicate,
+    pinned_rows,
 };
 use crate::statement::Statement;
 use crate::tables::Tables;
@@ -24,6 +25,29 @@ pub fn without_lease_fence(stmt: &Statement, tables: &Tables) -> Statement {
         .sql
         .replace(&format!(" AND {fence}"), "")
         .replace(&fence, "1 = 1");
+    out
+}
+
+/// The fence on the lease id alone, with the margin (this project's fence
+/// before the exact-row fence): the head's lease id must be
+/// `{lease_id:UUID}` and outlive the margin, whichever of that lease's rows
+/// heads the log. The term and expiry parameters stay bound but unused.
+pub fn lease_id_fence_text(tables: &Tables) -> String {
+    format!(
+        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
+         ORDER BY {LEASE_ORDER} LIMIT 1) \
+         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
+         AND expires_at_ns > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
+        lease = tables.publisher_lease(),
+    )
+}
+
+/// `stmt` with the canonical fence replaced by [`lease_id_fence_text`].
+pub fn lease_id_fence(stmt: &Statement, tables: &Tables) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&lease_fence(tables), &lease_id_fence_text(tables));
     out
 }
 
@@ -72,14 +96,31 @@ pub fn without_manifest_check(stmt: &Statement, tables: &Tables) -> Statement {
     out
 }
 
-/// `stmt` (a pinned reader statement) without `index_version <= W` on its
-/// descriptor rows: membership alone decides, and `argMax` may resolve a
+/// `stmt` (a pinned reader statement) without its bound on descriptor rows
+/// ([`pinned_rows`]): membership alone decides, and `argMax` may resolve a
 /// row written above W.
-pub fn rows_above_watermark(stmt: &Statement) -> Statement {
+pub fn rows_above_watermark(stmt: &Statement, tables: &Tables) -> Statement {
     let mut out = stmt.clone();
     out.sql = stmt
         .sql
-        .replace(&format!("{}\n      AND ", pinned_rows()), "");
+        .replace(&format!("{}\n      AND ", pinned_rows(tables)), "");
+    out
+}
+
+/// The row bound before it asked for a published version:
+/// `index_version <= {watermark:UInt64}`.
+pub fn rows_at_or_below_text() -> String {
+    format!("index_version <= {{{WATERMARK_PARAM}:UInt64}}")
+}
+
+/// `stmt` (a pinned reader statement) bounding its descriptor rows by
+/// [`rows_at_or_below_text`]: rows of a version claimed and never
+/// published, below W, still resolve.
+pub fn unpublished_rows_resolve(stmt: &Statement, tables: &Tables) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt
+        .sql
+        .replace(&pinned_rows(tables), &rows_at_or_below_text());
     out
 }
 
@@ -135,7 +176,13 @@ mod tests {
             &cfg,
             3,
             uuid::Uuid::from_u128(1),
-            uuid::Uuid::from_u128(2),
+            &crate::lease::Lease {
+                lease_id: uuid::Uuid::from_u128(2),
+                holder: "h".to_owned(),
+                term: 1,
+                expires_at_ns: 100,
+                unsettled_until_ns: 0,
+            },
             1,
         );
         assert!(stmt.sql.contains(&lease_fence(&tables())));

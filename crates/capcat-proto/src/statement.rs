@@ -241,10 +241,17 @@ mod tests {
         let cfg = Config::default();
         let id = Uuid::from_u128(1);
         let margin = Some(cfg.fence_margin_ns());
+        let lease = crate::lease::Lease {
+            lease_id: id,
+            holder: "h".to_owned(),
+            term: 1,
+            expires_at_ns: 100,
+            unsettled_until_ns: 0,
+        };
         let fenced = [
-            crate::publish::sql::insert_manifest(&t, &cfg, 1, id, id, Vec::new()),
-            crate::publish::sql::insert_watermark(&t, &cfg, 1, id, id, 0),
-            crate::lease::sql::release(&t, &cfg, id, "h"),
+            crate::publish::sql::insert_manifest(&t, &cfg, 1, id, &lease, Vec::new()),
+            crate::publish::sql::insert_watermark(&t, &cfg, 1, id, &lease, 0),
+            crate::lease::sql::release(&t, &cfg, &lease),
         ];
         for stmt in fenced {
             assert_eq!(stmt.settle_ns(), margin, "{}", stmt.name);

@@ -16,6 +16,17 @@ fn id(n: u128) -> Uuid {
     Uuid::from_u128(n)
 }
 
+/// A lease held by `holder` under id `lease`.
+fn held(lease: u128, holder: &str) -> lease::Lease {
+    lease::Lease {
+        lease_id: id(lease),
+        holder: holder.to_owned(),
+        term: 4,
+        expires_at_ns: 1_000,
+        unsettled_until_ns: 0,
+    }
+}
+
 /// A statement as text: name, SQL, parameter names and types, settings, and
 /// the expected columns.
 fn render(stmt: &Statement) -> String {
@@ -49,7 +60,7 @@ fn check(stmt: &Statement, snapshot: Snapshot) {
 
 #[test]
 fn the_guard_fragments_are_the_text_docs_protocol_md_shows() {
-    expect!["(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1"].assert_eq(&lease_fence(&tables()));
+    expect!["(SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE term = {lease_term:UInt64} AND lease_id = {lease_id:UUID} AND expires_at_ns = {lease_expires_ns:UInt64} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1"].assert_eq(&lease_fence(&tables()));
     expect![
         "ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64}"
     ]
@@ -90,11 +101,11 @@ fn lease_statements() {
         "#]],
     );
     check(
-        &lease::sql::release(&t, &Config::default(), id(1), "host-a"),
+        &lease::sql::release(&t, &Config::default(), &held(1, "host-a")),
         expect![[r#"
             lease.release
-            INSERT INTO cc_publisher_lease (term, lease_id, holder, acquired_at_ns, expires_at_ns) SELECT ifNull((SELECT max(term) FROM cc_publisher_lease), 0) + 1, {lease_id:UUID}, {holder:String}, toUnixTimestamp64Nano(now64(9)), 0 FROM system.one WHERE (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
-            params: fence_margin_ns: UInt64, holder: String, lease_id: UUID
+            INSERT INTO cc_publisher_lease (term, lease_id, holder, acquired_at_ns, expires_at_ns) SELECT ifNull((SELECT max(term) FROM cc_publisher_lease), 0) + 1, {lease_id:UUID}, {holder:String}, toUnixTimestamp64Nano(now64(9)), 0 FROM system.one WHERE (SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE term = {lease_term:UInt64} AND lease_id = {lease_id:UUID} AND expires_at_ns = {lease_expires_ns:UInt64} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
+            params: fence_margin_ns: UInt64, holder: String, lease_expires_ns: UInt64, lease_id: UUID, lease_term: UInt64
             settings: sequential=true max_execution_time_s=Some(10)
             expect: nothing
         "#]],
@@ -142,21 +153,21 @@ fn publish_statements() {
     let cfg = Config::default();
     let packs = vec![("s3".to_owned(), id(5))];
     check(
-        &publish::sql::insert_manifest(&t, &cfg, 3, id(9), id(1), packs),
+        &publish::sql::insert_manifest(&t, &cfg, 3, id(9), &held(1, "a"), packs),
         expect![[r#"
             publish.insert_manifest
-            INSERT INTO cc_snapshot_manifest (index_version, publish_id, store_id, pack_id) SELECT {index_version:UInt64}, {publish_id:UUID}, p.1, p.2 FROM (SELECT arrayJoin({packs:Array(Tuple(String, UUID))}) AS p) WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
-            params: fence_margin_ns: UInt64, index_version: UInt64, lease_id: UUID, packs: Array(Tuple(String, UUID)), publish_id: UUID
+            INSERT INTO cc_snapshot_manifest (index_version, publish_id, store_id, pack_id) SELECT {index_version:UInt64}, {publish_id:UUID}, p.1, p.2 FROM (SELECT arrayJoin({packs:Array(Tuple(String, UUID))}) AS p) WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE term = {lease_term:UInt64} AND lease_id = {lease_id:UUID} AND expires_at_ns = {lease_expires_ns:UInt64} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1
+            params: fence_margin_ns: UInt64, index_version: UInt64, lease_expires_ns: UInt64, lease_id: UUID, lease_term: UInt64, packs: Array(Tuple(String, UUID)), publish_id: UUID
             settings: sequential=true max_execution_time_s=Some(10)
             expect: nothing
         "#]],
     );
     check(
-        &publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1), 2),
+        &publish::sql::insert_watermark(&t, &cfg, 3, id(9), &held(1, "a"), 2),
         expect![[r#"
             publish.insert_watermark
-            INSERT INTO cc_index_watermark (index_version, publish_id, published_at_ns) SELECT {index_version:UInt64}, {publish_id:UUID}, toUnixTimestamp64Nano(now64(9)) FROM system.one WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE lease_id = {lease_id:UUID} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1 AND (SELECT uniqExact(store_id, pack_id) FROM cc_snapshot_manifest WHERE index_version = {index_version:UInt64} AND publish_id = {publish_id:UUID}) = {manifest_packs:UInt64}
-            params: fence_margin_ns: UInt64, index_version: UInt64, lease_id: UUID, manifest_packs: UInt64, publish_id: UUID
+            INSERT INTO cc_index_watermark (index_version, publish_id, published_at_ns) SELECT {index_version:UInt64}, {publish_id:UUID}, toUnixTimestamp64Nano(now64(9)) FROM system.one WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE term = {lease_term:UInt64} AND lease_id = {lease_id:UUID} AND expires_at_ns = {lease_expires_ns:UInt64} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1 AND (SELECT uniqExact(store_id, pack_id) FROM cc_snapshot_manifest WHERE index_version = {index_version:UInt64} AND publish_id = {publish_id:UUID}) = {manifest_packs:UInt64}
+            params: fence_margin_ns: UInt64, index_version: UInt64, lease_expires_ns: UInt64, lease_id: UUID, lease_term: UInt64, manifest_packs: UInt64, publish_id: UUID
             settings: sequential=true max_execution_time_s=Some(10)
             expect: nothing
         "#]],
@@ -239,8 +250,8 @@ fn the_fence_and_the_barrier_appear_verbatim_in_both_publish_inserts_and_the_fen
     let fence = lease_fence(&t);
     let barrier = version_barrier(&t);
     let guarded = [
-        publish::sql::insert_manifest(&t, &cfg, 3, id(9), id(1), vec![("s".into(), id(5))]),
-        publish::sql::insert_watermark(&t, &cfg, 3, id(9), id(1), 2),
+        publish::sql::insert_manifest(&t, &cfg, 3, id(9), &held(1, "a"), vec![("s".into(), id(5))]),
+        publish::sql::insert_watermark(&t, &cfg, 3, id(9), &held(1, "a"), 2),
     ];
     for stmt in &guarded {
         assert!(
@@ -250,7 +261,7 @@ fn the_fence_and_the_barrier_appear_verbatim_in_both_publish_inserts_and_the_fen
         );
         assert_eq!(stmt.sql.matches(&fence).count(), 1, "{}", stmt.name);
     }
-    let release = lease::sql::release(&t, &cfg, id(1), "a");
+    let release = lease::sql::release(&t, &cfg, &held(1, "a"));
     assert!(
         release.sql.ends_with(&format!("WHERE {fence}")),
         "{}",
@@ -271,8 +282,15 @@ fn every_statement_spells_its_values_as_parameters() {
     let hostile = "x'); DROP TABLE cc_capture_raw; --";
     let stmts = [
         lease::sql::insert_claim(&t, 1, id(1), hostile, 5),
-        lease::sql::release(&t, &cfg, id(1), hostile),
-        publish::sql::insert_manifest(&t, &cfg, 3, id(9), id(1), vec![(hostile.into(), id(5))]),
+        lease::sql::release(&t, &cfg, &held(1, hostile)),
+        publish::sql::insert_manifest(
+            &t,
+            &cfg,
+            3,
+            id(9),
+            &held(1, "a"),
+            vec![(hostile.into(), id(5))],
+        ),
         index::sql::read_committed(&t, vec![(hostile.into(), id(5))]),
     ];
     for stmt in &stmts {

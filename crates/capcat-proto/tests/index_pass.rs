@@ -160,6 +160,7 @@ fn an_empty_batch_issues_nothing() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 1,
+        unsettled_until_ns: 0,
     };
     let run = drive(
         &mut IndexPass::new(tables(), Config::default(), lease, Vec::new(), SEED),
@@ -521,6 +522,7 @@ fn the_committed_read_decodes_rows_strictly() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 1,
+        unsettled_until_ns: 0,
     };
     let run = drive(
         &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),

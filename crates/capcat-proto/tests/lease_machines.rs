@@ -97,7 +97,11 @@ fn holder_reacquire_keeps_its_lease_id_at_a_new_term() {
     );
     assert!(again.term > first.term);
     assert!(again.expires_at_ns > first.expires_at_ns);
-    assert!(log.fence_admits(first.lease_id, 0));
+    assert!(log.fence_admits_lease(&again, 0));
+    assert!(
+        !log.fence_admits_lease(&first, 0),
+        "the fence names one row: what was sent under the old one is fenced out"
+    );
 }
 
 #[test]
@@ -125,7 +129,7 @@ fn the_fresh_lease_id_variant_loses_the_fencing_identity_on_reacquire() {
         "{again:?}"
     );
     assert!(
-        !log.fence_admits(first.lease_id, 0),
+        !log.fence_admits_lease(&first, 0),
         "the old token is now fenced out"
     );
 }
@@ -325,6 +329,7 @@ fn renew_refuses_an_empty_lease_table() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 5,
+        unsettled_until_ns: 0,
     };
     let mut m = LeaseClaim::renew(tables(), cfg(), lease);
     let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100);
@@ -364,11 +369,7 @@ fn stale_release_does_not_revoke_a_live_successor() {
         log.now_ns += TTL + 1;
         let healthy = acquire(&mut log, "healthy", None, 2).expect("takeover");
         release(&mut log, cfg().with_variant(variant), stale).expect("the statement ran");
-        assert_eq!(
-            log.fence_admits(healthy.lease_id, 0),
-            !revoked,
-            "{variant:?}"
-        );
+        assert_eq!(log.fence_admits_lease(&healthy, 0), !revoked, "{variant:?}");
         // Even over a revoked head, the healthy lease's live row refuses a
         // third claimant's read-back: the unfenced tombstone costs the
         // healthy holder its fence, never a second holder beside it.
@@ -384,6 +385,7 @@ fn a_failed_release_keeps_the_lease() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 5,
+        unsettled_until_ns: 0,
     };
     let mut m = Release::new(tables(), cfg(), lease.clone());
     let run = drive(
@@ -449,6 +451,7 @@ fn a_dead_tombstone_heading_a_term_with_a_live_foreign_claim_is_held_until_the_c
         holder: "new".into(),
         term: 2,
         expires_at_ns: 1_000 + TTL,
+        unsettled_until_ns: 0,
     };
     // Low 64 bits all ones: the tombstone sorts above the holder's row under
     // ClickHouse's UUID collation, so it is the head row.

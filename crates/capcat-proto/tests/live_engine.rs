@@ -49,7 +49,13 @@ fn empty_lease_table_fence_refuses_without_a_server_error() {
         &Config::default(),
         1,
         Uuid::from_u128(5),
-        Uuid::from_u128(1),
+        &Lease {
+            lease_id: Uuid::from_u128(1),
+            holder: "nobody".to_owned(),
+            term: 1,
+            expires_at_ns: u64::MAX >> 2,
+            unsettled_until_ns: 0,
+        },
         1,
     );
     let input = execute(engine, &stmt);

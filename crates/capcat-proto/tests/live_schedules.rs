@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use capcat_chdb::{Engine, Request};
 use capcat_proto::config::Config;
-use capcat_proto::mutations::{marginless_fence, own_term_read_back};
+use capcat_proto::mutations::{
+    lease_id_fence as lease_id_fence_mutation, marginless_fence, own_term_read_back,
+};
 use capcat_proto::statement::Statement;
 use capcat_proto::{
     Input, LeaseClaim, LeaseError, Machine, Publish, PublishOutcome, Step, Tables, publish,
@@ -97,13 +99,12 @@ fn late_watermark_schedule(engine: &'static Engine, prefix: &str, seed_fence: bo
     let p0 = acquire(engine, &t, &cfg, "p0", 1);
     let pack0 = ("store".to_owned(), Uuid::from_u128(100));
     let manifest =
-        publish::sql::insert_manifest(&t, &cfg, 1, Uuid::from_u128(10), p0.lease_id, vec![pack0]);
+        publish::sql::insert_manifest(&t, &cfg, 1, Uuid::from_u128(10), &p0, vec![pack0]);
     assert!(matches!(execute(engine, &manifest), Input::Rows(_)));
     // 0.2 s of lease left: the seed's fence still passes, the margin fence
     // (cap + slack = 2.25 s) does not.
     sleep_until_server(engine, p0.expires_at_ns - 200_000_000);
-    let watermark =
-        publish::sql::insert_watermark(&t, &cfg, 1, Uuid::from_u128(10), p0.lease_id, 1);
+    let watermark = publish::sql::insert_watermark(&t, &cfg, 1, Uuid::from_u128(10), &p0, 1);
     let watermark = if seed_fence {
         marginless_fence(&watermark, &t)
     } else {
@@ -236,6 +237,112 @@ fn a_claim_above_a_live_renewal_holds_only_under_the_seed_read_back() {
     assert!(
         !claim_above_a_live_renewal(engine, "sched_rival_read_back", false),
         "the shipped read-back sees p0's live row and does not hold"
+    );
+}
+
+/// Runs `m` on the engine until it asks to execute a statement named
+/// `name`, and returns that statement unexecuted.
+fn run_until<M: Machine>(engine: &Engine, m: &mut M, name: &str) -> Statement {
+    // Bounded: a publish runs at most a handful of statements.
+    for _ in 0..32 {
+        match m.poll() {
+            Step::Execute(stmt) if stmt.name == name => return stmt,
+            Step::Execute(stmt) => m.handle(execute(engine, &stmt)),
+            Step::Draw { .. } => m.handle(Input::Drawn(0)),
+            Step::Done(_) => panic!("the machine finished before {name}"),
+        }
+    }
+    panic!("no {name} within 32 steps");
+}
+
+/// Late starts (`LeaseIdFence`, `NoSettleAfterTimeout` in the model): p0's
+/// watermark INSERT for pack A is handed to the server late (its client was
+/// told it timed out first), and starts only after p0 waited out the settle
+/// rule, renewed for its next publish (pack B at v2) and before that
+/// publish's watermark. It is held between its guard and its row while v2
+/// publishes and a reader pins W = 2. Returns how many packs W = 2 gained.
+fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bool) -> u64 {
+    // TTL 4 s, cap 2 s: the held statement may run 1.5 s.
+    let cfg = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
+    let t = Tables::new(prefix).expect("prefix");
+    setup(engine, &t);
+    let as_sent = |stmt: Statement| {
+        if lease_id_fence {
+            lease_id_fence_mutation(&stmt, &t)
+        } else {
+            stmt
+        }
+    };
+    let p0 = acquire(engine, &t, &cfg, "p0", 1);
+    let pack_a = ("store".to_owned(), Uuid::from_u128(100));
+    let mut first = Publish::new(
+        t.clone(),
+        cfg.clone(),
+        p0,
+        1,
+        [pack_a].into_iter().collect(),
+        Uuid::from_u128(10),
+    );
+    let abandoned = as_sent(run_until(engine, &mut first, "publish.insert_watermark"));
+    // The transport gave up before the server started it.
+    first.handle(Input::Failed(capcat_proto::Failure::Timeout));
+    let Step::Done(Err(_)) = first.poll() else {
+        panic!("the attempt ends on its timeout")
+    };
+    let lease = first.lease().clone();
+    assert!(lease.unsettled(), "the abandoned watermark is remembered");
+    // The settle rule: the next renewal must be stamped after the row the
+    // abandoned statement named has expired.
+    sleep_until_server(engine, lease.unsettled_until_ns + 20_000_000);
+    let pack_b = ("store".to_owned(), Uuid::from_u128(101));
+    let mut second = Publish::new(
+        t.clone(),
+        cfg.clone(),
+        lease,
+        2,
+        [pack_b].into_iter().collect(),
+        Uuid::from_u128(20),
+    );
+    let manifest = run_until(engine, &mut second, "publish.insert_manifest");
+    assert!(!second.lease().unsettled(), "the renewal proved it settled");
+    // Now the server starts the abandoned statement.
+    let stalled = held(&abandoned, 1.5);
+    let late = std::thread::spawn(move || execute(engine, &stalled));
+    // Its guard is read when it starts; give it that instant.
+    std::thread::sleep(Duration::from_millis(200));
+    second.handle(execute(engine, &as_sent(manifest)));
+    let watermark = run_until(engine, &mut second, "publish.insert_watermark");
+    second.handle(execute(engine, &as_sent(watermark)));
+    let outcome = drive(engine, &mut second);
+    assert!(
+        matches!(outcome, Ok(PublishOutcome::Won { version: 2, .. })),
+        "{outcome:?}"
+    );
+    let pinned = visible_at(engine, &t, 2);
+    assert_eq!(pinned, 1, "W = 2 holds pack B");
+    let input = late.join().expect("the held statement's thread");
+    assert!(
+        matches!(input, Input::Rows(_)),
+        "the late statement ran: {input:?}"
+    );
+    visible_at(engine, &t, 2) - pinned
+}
+
+#[test]
+fn a_watermark_started_after_its_holder_renewed_grows_a_pinned_snapshot_only_under_a_lease_id_fence()
+ {
+    let Some(engine) = engine("late_start") else {
+        return;
+    };
+    assert_eq!(
+        late_start_schedule(engine, "sched_lease_id_fence", true),
+        1,
+        "the lease-id fence passed under the renewed lease and pack A landed under W = 2"
+    );
+    assert_eq!(
+        late_start_schedule(engine, "sched_exact_row_fence", false),
+        0,
+        "the exact-row fence refused: the head is the renewal's row, not the one it named"
     );
 }
 

@@ -264,6 +264,7 @@ fn lease() -> Lease {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 10,
+        unsettled_until_ns: 0,
     }
 }
 
@@ -332,6 +333,20 @@ proptest! {
             }
             Ok(PublishOutcome::LostRace(race)) => {
                 prop_assert!(!race.found.contains(&PUBLISH_ID));
+            }
+            Ok(PublishOutcome::Unsettled { .. }) => {
+                prop_assert!(false, "a lease with nothing abandoned is never put off");
+            }
+            Err(capcat_proto::PublishError::Statement { statement, ref failure, .. })
+                if statement.starts_with("publish.insert_") =>
+            {
+                // A guarded INSERT whose effect is unknown leaves the lease
+                // unsettled until the expiry of the row it named; one the
+                // server finished with does not.
+                prop_assert_eq!(m.lease().unsettled(), failure.leaves_statement_running());
+                if failure.leaves_statement_running() {
+                    prop_assert_eq!(m.lease().unsettled_until_ns, m.lease().expires_at_ns);
+                }
             }
             Ok(PublishOutcome::LeaseLost { .. }) | Err(_) => {}
         }

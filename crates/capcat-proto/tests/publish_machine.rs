@@ -225,6 +225,7 @@ fn mine_absent_with_a_live_foreign_head_is_lease_lost() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 10,
+        unsettled_until_ns: 0,
     };
     let out = canned_loss(common::head_row(9, id(2), "b", 99, true), &lease);
     assert!(
@@ -240,6 +241,7 @@ fn mine_absent_with_an_own_but_expired_head_is_a_race() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 10,
+        unsettled_until_ns: 0,
     };
     let out = canned_loss(common::head_row(2, id(1), "a", 20, false), &lease);
     assert!(matches!(out, Ok(PublishOutcome::LostRace(_))), "{out:?}");
@@ -252,6 +254,7 @@ fn mine_absent_with_an_expired_foreign_head_is_a_race() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 10,
+        unsettled_until_ns: 0,
     };
     let out = canned_loss(common::head_row(9, id(2), "b", 20, false), &lease);
     assert!(matches!(out, Ok(PublishOutcome::LostRace(_))), "{out:?}");
@@ -317,7 +320,7 @@ fn a_takeover_after_the_renewal_is_fenced_out_and_writes_nothing() {
 fn empty_lease_table_fence_counts_the_head_row_instead_of_comparing_a_tuple() {
     let fence = lease_fence(&tables());
     assert!(fence.starts_with(
-        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM t_publisher_lease "
+        "(SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM t_publisher_lease "
     ));
     assert!(fence.ends_with(") = 1"));
     assert!(
@@ -336,6 +339,7 @@ fn empty_lease_table_fence_counts_the_head_row_instead_of_comparing_a_tuple() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: u64::MAX,
+        unsettled_until_ns: 0,
     };
     let run = publish(&mut cat, Config::default(), lease, 1, id(50));
     assert!(
@@ -356,6 +360,7 @@ fn publishing_version_zero_or_no_packs_is_refused_before_any_statement() {
         holder: "a".into(),
         term: 1,
         expires_at_ns: 10,
+        unsettled_until_ns: 0,
     };
     let mut m = Publish::new(
         tables(),
@@ -498,4 +503,123 @@ fn the_no_cap_variant_drops_max_execution_time() {
             .max_execution_time_s,
         None
     );
+}
+
+/// Late starts: a watermark INSERT the client gave up on may start on the
+/// server later, so the lease remembers until when it may land (the expiry
+/// of the row its fence names) and sends no guarded statement before a
+/// renewal stamped after that; once one is, it publishes again.
+#[test]
+fn an_abandoned_watermark_puts_the_next_publish_off_until_its_row_has_expired() {
+    let (mut cat, lease) = catalog_with_lease(1);
+    cat.fail_next.push("publish.insert_watermark");
+    let mut first = Publish::new(tables(), Config::default(), lease, 1, packs(2), id(50));
+    let run = drive(&mut first, |s| cat.respond(s), |_| 0, 100);
+    assert!(
+        matches!(
+            run.outcome,
+            Err(PublishError::Statement {
+                statement: "publish.insert_watermark",
+                ..
+            })
+        ),
+        "{:?}",
+        run.outcome
+    );
+    let abandoned_under = first.lease().clone();
+    assert!(abandoned_under.unsettled());
+    assert_eq!(
+        abandoned_under.unsettled_until_ns, abandoned_under.expires_at_ns,
+        "the statement can land no later than the expiry of the row it named"
+    );
+
+    // The next attempt renews at once: its claim is stamped before that
+    // expiry, so it stops after the renewal, with nothing guarded sent.
+    cat.lease.now_ns += 1;
+    let mut early = Publish::new(
+        tables(),
+        Config::default(),
+        abandoned_under.clone(),
+        2,
+        packs(2),
+        id(51),
+    );
+    let run = drive(&mut early, |s| cat.respond(s), |_| 0, 100);
+    assert_eq!(
+        run.names(),
+        ["lease.read_head", "lease.insert_claim", "lease.read_claims"]
+    );
+    match run.outcome {
+        Ok(PublishOutcome::Unsettled {
+            until_ns, wait_ns, ..
+        }) => {
+            assert_eq!(until_ns, abandoned_under.expires_at_ns);
+            let stamped_at = early.lease().expires_at_ns - TTL;
+            assert_eq!(wait_ns, until_ns - stamped_at + 1);
+        }
+        other => panic!("expected Unsettled, got {other:?}"),
+    }
+    assert!(
+        early.lease().unsettled(),
+        "nothing proved the clock has passed it"
+    );
+
+    // A renewal stamped after the expiry proves every abandoned statement
+    // is dead or landed: the attempt goes on and wins.
+    let waited = early.lease().clone();
+    cat.lease.now_ns = abandoned_under.expires_at_ns + 1;
+    let mut late = Publish::new(tables(), Config::default(), waited, 2, packs(2), id(52));
+    let run = drive(&mut late, |s| cat.respond(s), |_| 0, 100);
+    assert!(
+        matches!(run.outcome, Ok(PublishOutcome::Won { version: 2, .. })),
+        "{:?}",
+        run.outcome
+    );
+    assert!(!late.lease().unsettled());
+}
+
+/// A failure the server finished with (an exception) leaves nothing that
+/// could land later: the lease stays settled.
+#[test]
+fn a_refused_watermark_leaves_the_lease_settled() {
+    let (mut cat, lease) = catalog_with_lease(1);
+    let mut m = Publish::new(tables(), Config::default(), lease, 1, packs(2), id(50));
+    let mut answered = false;
+    let run = drive(
+        &mut m,
+        |s| {
+            if s.name == "publish.insert_watermark" && !answered {
+                answered = true;
+                return Input::Failed(Failure::Server {
+                    code: 241,
+                    message: "memory limit".into(),
+                });
+            }
+            cat.respond(s)
+        },
+        |_| 0,
+        100,
+    );
+    assert!(run.outcome.is_err());
+    assert!(!m.lease().unsettled());
+}
+
+/// A release of an unsettled lease is not sent: its tombstone would let a
+/// successor take over at once, before the abandoned statement's row expired.
+#[test]
+fn an_unsettled_lease_is_left_to_expire_instead_of_released() {
+    let (mut cat, lease) = catalog_with_lease(1);
+    let mut unsettled = lease.clone();
+    unsettled.abandoned_statement();
+    let mut release = capcat_proto::Release::new(tables(), Config::default(), unsettled);
+    let run = drive(&mut release, |s| cat.respond(s), |_| 0, 100);
+    assert!(run.names().is_empty(), "sent {:?}", run.names());
+    assert!(
+        matches!(run.outcome, Err(capcat_proto::LeaseError::Unsettled { until_ns, .. }) if until_ns == lease.expires_at_ns),
+        "{:?}",
+        run.outcome
+    );
+    let mut settled = capcat_proto::Release::new(tables(), Config::default(), lease);
+    let run = drive(&mut settled, |s| cat.respond(s), |_| 0, 100);
+    assert_eq!(run.names(), ["lease.release"]);
 }

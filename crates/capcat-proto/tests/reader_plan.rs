@@ -81,7 +81,7 @@ fn reader_golden_search_page() {
               AND captured_at_ns <= {captured_at_ns_until:UInt64}
               AND step >= {step_from:UInt64}
               AND step <= {step_until:UInt64}
-              AND index_version <= {watermark:UInt64}
+              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {watermark:UInt64})
               AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64}))
               AND (tenant_id, experiment_id, run_id, captured_at_ns, capture_id) > ({after_tenant_id:String}, {after_experiment_id:String}, {after_run_id:String}, {after_captured_at_ns:UInt64}, {after_capture_id:UUID})
             GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
@@ -128,7 +128,7 @@ fn reader_golden_get_by_ids() {
             FROM cc_capture_raw
             WHERE tenant_id = {tenant_id:String}
               AND capture_id IN {capture_ids:Array(UUID)}
-              AND index_version <= {watermark:UInt64}
+              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {watermark:UInt64})
               AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64}))
             GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
         )
@@ -260,7 +260,7 @@ fn reader_filters_read_only_immutable_columns() {
     // rows written above W BEFORE argMax picks among a capture's rows.
     let where_clause = sql[start..end]
         .replace(&membership, "")
-        .replace(&capcat_proto::fragments::pinned_rows(), "");
+        .replace(&capcat_proto::fragments::pinned_rows(&tables()), "");
     for column in CAPTURE_COLUMNS {
         let mentioned = where_clause
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))

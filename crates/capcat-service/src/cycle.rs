@@ -449,6 +449,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     error,
                     CatalogError::Index(IndexError::LeaseLost { .. })
                         | CatalogError::Released { .. }
+                        | CatalogError::InDoubt { .. }
                 ) {
                     *guard = None;
                     self.lease_held.store(false, Ordering::SeqCst);
@@ -488,6 +489,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                         error,
                         CatalogError::Lease(LeaseError::NotHeld { .. })
                             | CatalogError::Released { .. }
+                            | CatalogError::InDoubt { .. }
                     ) {
                         // Taken over or expired: the next publish acquires
                         // it again (or finds it held and waits).

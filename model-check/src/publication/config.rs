@@ -56,9 +56,14 @@ pub struct ModelConfig {
     /// counts `max_execution_time`. Its client still hears of it at send +
     /// cap (the driver's settle wait, `Statement::settle_ns`): `KillAtCap`
     /// on a statement that has not started tells the client `Timeout` and
-    /// leaves the statement to start later, with no client. Off by default:
-    /// the shipped design is known to fail here (docs/model-checking.md).
+    /// leaves the statement to start later, with no client. On in every
+    /// configuration: turning it off is an assumption that excludes
+    /// schedules, kept only to measure what it costs.
     pub late_start: bool,
+    /// Index passes per incarnation: a pass that failed under a lease the
+    /// publisher still holds runs again under that lease (as the storage
+    /// service's next cycle does), up to this many passes in all.
+    pub passes: u8,
 }
 
 impl ModelConfig {
@@ -81,8 +86,97 @@ impl ModelConfig {
             attempts: (1, 1, 2),
             strip_fence: false,
             liveness: false,
-            late_start: false,
+            late_start: true,
+            passes: 1,
         }
+    }
+
+    /// The base of the hazard configurations: the CI configuration with a
+    /// clock of two ticks (one TTL). Each hazard below switches one hazard
+    /// on, always with the reader; `cargo xtask model --deep` runs them at
+    /// three ticks.
+    pub fn short_clock(design: Design) -> Self {
+        Self {
+            max_ticks: 2,
+            ..Self::ci(design)
+        }
+    }
+
+    /// A (possibly stale) holder releasing after its pass, with the crash.
+    pub fn with_release(design: Design) -> Self {
+        Self {
+            release: true,
+            ..Self::short_clock(design)
+        }
+    }
+
+    /// One out-of-protocol row (an operator's INSERT) at version 1.
+    pub fn with_foreign_row(design: Design) -> Self {
+        Self {
+            foreign_writes: 1,
+            crashes: 0,
+            ..Self::short_clock(design)
+        }
+    }
+
+    /// Every holder re-acquires its lease before its pass.
+    pub fn with_reacquire(design: Design) -> Self {
+        Self {
+            reacquire: true,
+            ..Self::short_clock(design)
+        }
+    }
+
+    /// Claim retries enumerate every jitter value of the 9-wide window.
+    pub fn with_claim_retries(design: Design) -> Self {
+        Self {
+            attempts: (2, 1, 1),
+            crashes: 0,
+            ..Self::short_clock(design)
+        }
+    }
+
+    /// Index passes run again after a failure, under the same lease, on a
+    /// three-tick clock: a holder told its watermark timed out waits for
+    /// its renewal to prove the abandoned statement dead, then publishes
+    /// another batch (`LeaseIdFence` fails here).
+    pub fn with_passes(design: Design) -> Self {
+        Self {
+            passes: 3,
+            crashes: 0,
+            ..Self::ci(design)
+        }
+    }
+
+    /// A lease of four ticks on a four-tick clock, passes that run again and
+    /// a release: long enough that a statement started after its client
+    /// was told it timed out can still pass its fence (the TTL exceeds
+    /// twice the cap plus one tick), and that a holder's lease can lapse
+    /// while its second pass stalls (`NoSettleAfterTimeout` and
+    /// `UnpublishedRowsResolve` fail here).
+    pub fn with_long_lease(design: Design) -> Self {
+        Self {
+            ttl_ticks: 4,
+            max_ticks: 4,
+            crashes: 0,
+            passes: 3,
+            release: true,
+            ..Self::ci(design)
+        }
+    }
+
+    /// Every configuration CI checks exhaustively, by name, each with the
+    /// reader. docs/model-checking.md argues which hazard each reaches.
+    pub fn ci_set(design: Design) -> Vec<(&'static str, Self)> {
+        vec![
+            ("ci", Self::ci(design)),
+            ("release", Self::with_release(design)),
+            ("foreign row", Self::with_foreign_row(design)),
+            ("re-acquire", Self::with_reacquire(design)),
+            ("claim retries", Self::with_claim_retries(design)),
+            ("passes", Self::with_passes(design)),
+            ("long lease", Self::with_long_lease(design)),
+        ]
     }
 
     /// The liveness configuration: the clock is frozen (so a holder that

@@ -42,11 +42,19 @@ pub enum Design {
     OwnTermReadBack,
     /// The pinned read without `index_version <= W` on descriptor rows.
     RowsAboveWatermark,
+    /// The fence names the lease id, not the exact head row.
+    LeaseIdFence,
+    /// The caller forgets a guarded statement that timed out (the lease's
+    /// unsettled mark) and acts at once.
+    NoSettleAfterTimeout,
+    /// The pinned read resolves rows of every version at or below W,
+    /// published or not.
+    UnpublishedRowsResolve,
 }
 
 impl Design {
     /// Every design this model runs, shipped first.
-    pub const ALL: [Design; 15] = [
+    pub const ALL: [Design; 18] = [
         Design::Shipped,
         Design::BarrierOnly,
         Design::PostWriteCheck,
@@ -62,6 +70,9 @@ impl Design {
         Design::MarginlessFence,
         Design::OwnTermReadBack,
         Design::RowsAboveWatermark,
+        Design::LeaseIdFence,
+        Design::NoSettleAfterTimeout,
+        Design::UnpublishedRowsResolve,
     ];
 
     /// The shared name (`names::publication::*`).
@@ -82,6 +93,9 @@ impl Design {
             Design::MarginlessFence => n::MARGINLESS_FENCE,
             Design::OwnTermReadBack => n::OWN_TERM_READ_BACK,
             Design::RowsAboveWatermark => n::ROWS_ABOVE_WATERMARK,
+            Design::LeaseIdFence => n::LEASE_ID_FENCE,
+            Design::NoSettleAfterTimeout => n::NO_SETTLE_AFTER_TIMEOUT,
+            Design::UnpublishedRowsResolve => n::UNPUBLISHED_ROWS_RESOLVE,
         }
     }
 
@@ -113,7 +127,10 @@ impl Design {
             | Design::ContestedTermTakenAtOnce
             | Design::MarginlessFence
             | Design::OwnTermReadBack
-            | Design::RowsAboveWatermark => Variant::Shipped,
+            | Design::RowsAboveWatermark
+            | Design::LeaseIdFence
+            | Design::NoSettleAfterTimeout
+            | Design::UnpublishedRowsResolve => Variant::Shipped,
         }
     }
 }

@@ -14,13 +14,14 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::fragments::meaning::{self, Reach, rejected};
+use capcat_proto::fragments::meaning::{self, HeldRow, Reach, rejected};
 use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
     MembershipBound, TERM_PARAM,
 };
 use capcat_proto::mutations::{
-    marginless_fence_text, own_term_read_back_text, version_only_membership_predicate,
+    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
+    version_only_membership_predicate,
 };
 use capcat_proto::statement::{Param, Rows, Statement, Value};
 use capcat_proto::{PackRef, Tables};
@@ -61,6 +62,9 @@ pub enum Fence {
     OneRead,
     /// The rejected seed fence: the head is the lease and live now.
     Marginless,
+    /// The rejected lease-id fence: the head's lease id is the lease's,
+    /// whichever of its rows it is, and outlives the margin.
+    LeaseIdOnly,
     /// The rejected two-subquery fence: lease_id and expiry are two reads,
     /// which the engine evaluates in two separate steps.
     TwoReads,
@@ -83,6 +87,8 @@ pub fn guards(tables: &Tables, sql: &str) -> Guards {
         Fence::OneRead
     } else if sql.contains(&marginless_fence_text(tables)) {
         Fence::Marginless
+    } else if sql.contains(&lease_id_fence_text(tables)) {
+        Fence::LeaseIdOnly
     } else if sql.contains(&fragments::two_subquery_fence(tables)) {
         Fence::TwoReads
     } else {
@@ -127,12 +133,29 @@ fn reader_conjuncts(sql: &str) -> Vec<&str> {
     rest[..end].split("\n      AND ").collect()
 }
 
-/// Whether a pinned reader statement bounds its descriptor rows by W: one
-/// of its conjuncts is exactly `pinned_rows` (the membership predicate's
-/// own `index_version <= W` inside its subquery does not count).
-pub fn rows_bounded(sql: &str) -> bool {
-    let bound = fragments::pinned_rows();
-    reader_conjuncts(sql).iter().any(|c| *c == bound)
+/// How a pinned reader statement bounds the descriptor rows it resolves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RowBound {
+    /// The canonical `pinned_rows`: rows of a version published at or below W.
+    Published,
+    /// The rejected bound: rows of any version at or below W.
+    AtOrBelow,
+    /// No bound: every row of a member pack.
+    None,
+}
+
+/// Finds a pinned reader statement's row bound: one of its conjuncts is
+/// exactly `pinned_rows` (the membership predicate's own bound inside its
+/// subquery does not count), or the rejected design's text.
+pub fn row_bound(tables: &Tables, sql: &str) -> RowBound {
+    let conjuncts = reader_conjuncts(sql);
+    if conjuncts.contains(&fragments::pinned_rows(tables).as_str()) {
+        RowBound::Published
+    } else if conjuncts.contains(&rows_at_or_below_text().as_str()) {
+        RowBound::AtOrBelow
+    } else {
+        RowBound::None
+    }
 }
 
 /// How a reader statement's SQL decides membership.
@@ -258,11 +281,10 @@ impl Db {
         meaning::lease_head(&self.lease)
     }
 
-    /// `LEASE_FENCE` (margin `margin_ns`) or the marginless seed fence
-    /// (margin 0): the head is `lease_id` and its expiry is beyond now plus
-    /// the margin.
-    pub fn fence_passes(&self, lease_id: Uuid, now: u8, margin_ns: u64) -> bool {
-        meaning::lease_fence(&self.lease, lease_id, now_ns(now), margin_ns)
+    /// `LEASE_FENCE`: the head is exactly `held` and its expiry is beyond
+    /// now plus the margin.
+    pub fn fence_passes(&self, held: HeldRow, now: u8, margin_ns: u64) -> bool {
+        meaning::lease_fence(&self.lease, held, now_ns(now), margin_ns)
     }
 
     /// Whether a release tombstone (expiry 0) carries `lease_id`.
@@ -278,7 +300,7 @@ impl Db {
 
     /// Ground truth: is `lease_id` the live head at `now`?
     pub fn is_live_head(&self, lease_id: Uuid, now: u8) -> bool {
-        meaning::lease_fence(&self.lease, lease_id, now_ns(now), 0)
+        meaning::is_live_head(&self.lease, lease_id, now_ns(now))
     }
 
     fn max_watermark(&self) -> u64 {
@@ -306,18 +328,23 @@ impl Db {
 
     /// What a pinned read at W returns, per pack (the model's one capture
     /// per pack): the `index_version` of the row `argMax` resolves to among
-    /// the descriptor rows of admitted packs, bounded by W when the
-    /// statement carries `pinned_rows`.
+    /// the descriptor rows of admitted packs, within the statement's row
+    /// bound.
     pub fn resolved_at(
         &self,
         membership: Membership,
-        bounded: bool,
+        bound: RowBound,
         w: u64,
     ) -> std::collections::BTreeMap<PackRef, u64> {
         let admitted = self.visible_at(membership, w);
         let mut out = std::collections::BTreeMap::new();
+        let within = |v: u64| match bound {
+            RowBound::Published => meaning::pinned_row(&self.watermark, v, w),
+            RowBound::AtOrBelow => rejected::rows_at_or_below(v, w),
+            RowBound::None => true,
+        };
         for (p, v) in &self.descriptors {
-            if admitted.contains(p) && (!bounded || meaning::pinned_row(*v, w)) {
+            if admitted.contains(p) && within(*v) {
                 let best = out.entry(p.clone()).or_insert(*v);
                 *best = (*best).max(*v);
             }
@@ -413,11 +440,24 @@ impl Db {
             Ok(match g.fence {
                 Fence::None => true,
                 Fence::OneRead => self.fence_passes(
-                    param_uuid(stmt, LEASE_ID_PARAM)?,
+                    fragments::fenced_row(stmt).ok_or(Unknown {
+                        name: stmt.name,
+                        what: "the lease row its fence names",
+                    })?,
                     now,
                     param_u64(stmt, FENCE_MARGIN_PARAM)?,
                 ),
-                Fence::Marginless => self.fence_passes(param_uuid(stmt, LEASE_ID_PARAM)?, now, 0),
+                Fence::LeaseIdOnly => rejected::lease_id_fence(
+                    &self.lease,
+                    param_uuid(stmt, LEASE_ID_PARAM)?,
+                    now_ns(now),
+                    param_u64(stmt, FENCE_MARGIN_PARAM)?,
+                ),
+                Fence::Marginless => rejected::marginless_fence(
+                    &self.lease,
+                    param_uuid(stmt, LEASE_ID_PARAM)?,
+                    now_ns(now),
+                ),
                 Fence::TwoReads => {
                     let id_ok = match first_read_id_ok {
                         Some(ok) => ok,
@@ -548,16 +588,20 @@ mod tests {
         Tables::new("m").expect("valid prefix")
     }
 
+    /// The lease every test statement is fenced under.
+    fn test_lease() -> capcat_proto::Lease {
+        capcat_proto::Lease {
+            lease_id: Uuid::from_u128(2),
+            holder: "p".to_owned(),
+            term: 1,
+            expires_at_ns: 2_000_000_000,
+            unsettled_until_ns: 0,
+        }
+    }
+
     fn watermark(variant: Variant) -> Statement {
         let cfg = Config::default().with_variant(variant);
-        insert_watermark(
-            &tables(),
-            &cfg,
-            1,
-            Uuid::from_u128(1),
-            Uuid::from_u128(2),
-            0,
-        )
+        insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), &test_lease(), 0)
     }
 
     #[test]

@@ -51,9 +51,21 @@ pub struct PublicationModel {
     tables: Tables,
 }
 
-/// The pack publisher `i` indexes.
-pub fn pack_of(i: u8) -> PackRef {
-    ("s".to_owned(), Uuid::from_u128(0xFACC_0000 + u128::from(i)))
+/// The pack publisher `i` indexes in its index pass number `pass`.
+///
+/// The first pass after a failed one retries the same batch (the storage
+/// service's next cycle does), so a pack can be indexed twice and gain
+/// descriptor rows at a second version. The pass after that carries a
+/// batch of its own: a retried batch does not always keep the failed
+/// pass's packs (the service halves a refused batch and sets a pack aside
+/// after repeated refusals), so what a late-landing statement of a failed
+/// pass makes visible need not be in any later publish.
+pub fn pack_of(i: u8, pass: u8) -> PackRef {
+    let batch = pass.saturating_sub(1);
+    (
+        "s".to_owned(),
+        Uuid::from_u128(0xFACC_0000 + u128::from(i) + (u128::from(batch) << 8)),
+    )
 }
 
 /// The pack the foreign writer names.
@@ -61,13 +73,15 @@ pub fn foreign_pack() -> PackRef {
     ("s".to_owned(), Uuid::from_u128(0xF0F0_0000))
 }
 
-fn descriptor(i: u8) -> CaptureDescriptor {
-    let (store_id, pack_id) = pack_of(i);
+fn descriptor(i: u8, pass: u8) -> CaptureDescriptor {
+    let (store_id, pack_id) = pack_of(i, pass);
     CaptureDescriptor {
         tenant_id: "t".to_owned(),
         experiment_id: "e".to_owned(),
         run_id: "r".to_owned(),
-        capture_id: Uuid::from_u128(0xCA97_0000 + u128::from(i)),
+        capture_id: Uuid::from_u128(
+            0xCA97_0000 + u128::from(i) + (u128::from(pass.saturating_sub(1)) << 8),
+        ),
         locator: Locator {
             store_id,
             pack_id,
@@ -97,8 +111,13 @@ fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
     )
 }
 
-fn pass_seed(i: u8, incarnation: u8) -> Uuid {
-    Uuid::from_u128(((u128::from(i) + 1) << 96) | (u128::from(incarnation) << 64) | (0xB << 40))
+fn pass_seed(i: u8, incarnation: u8, pass: u8) -> Uuid {
+    Uuid::from_u128(
+        ((u128::from(i) + 1) << 96)
+            | (u128::from(incarnation) << 64)
+            | (0xB << 40)
+            | (u128::from(pass) << 32),
+    )
 }
 
 /// What a phase's machine asks for next.
@@ -184,11 +203,11 @@ impl PublicationModel {
             stmt.name,
             "publish.insert_manifest" | "publish.insert_watermark"
         );
+        let fenced = publish || stmt.name == "lease.release";
         match self.cfg.design {
             _ if self.cfg.strip_fence && publish => m::without_lease_fence(&stmt, &self.tables),
-            Design::MarginlessFence if publish || stmt.name == "lease.release" => {
-                m::marginless_fence(&stmt, &self.tables)
-            }
+            Design::MarginlessFence if fenced => m::marginless_fence(&stmt, &self.tables),
+            Design::LeaseIdFence if fenced => m::lease_id_fence(&stmt, &self.tables),
             // ContestedTermTakenAtOnce is the design as it stood when the
             // model found it: the old acquire with the read-back of that time.
             Design::OwnTermReadBack | Design::ContestedTermTakenAtOnce
@@ -208,6 +227,7 @@ impl PublicationModel {
             phase: Phase::Start,
             held: None,
             held_ever: false,
+            passes: 0,
             own_lease_ids: BTreeSet::new(),
             waiting: false,
             ended: None,
@@ -310,13 +330,7 @@ impl PublicationModel {
                         claim_id,
                     )));
                 } else {
-                    p.phase = Phase::Pass(Box::new(IndexPass::new(
-                        self.tables.clone(),
-                        self.proto.clone(),
-                        lease,
-                        vec![descriptor(idx)],
-                        pass_seed(idx, p.incarnation),
-                    )));
+                    p.phase = self.pass(idx, p.incarnation, 0, lease);
                 }
             }
             Err(LeaseError::Held { lease_id, .. }) => {
@@ -329,6 +343,17 @@ impl PublicationModel {
         }
     }
 
+    /// Index pass number `pass` of publisher `idx`'s incarnation, under `lease`.
+    fn pass(&self, idx: u8, incarnation: u8, pass: u8, lease: capcat_proto::Lease) -> Phase {
+        Phase::Pass(Box::new(IndexPass::new(
+            self.tables.clone(),
+            self.proto.clone(),
+            lease,
+            vec![descriptor(idx, pass)],
+            pass_seed(idx, incarnation, pass),
+        )))
+    }
+
     fn on_pass_done(
         &self,
         s: &mut State,
@@ -338,7 +363,14 @@ impl PublicationModel {
     ) {
         let p = &mut s.publishers[i];
         let idx = u8::try_from(i).expect("at most 4 publishers");
-        let seed = pass_seed(idx, p.incarnation);
+        let seed = pass_seed(idx, p.incarnation, p.passes);
+        // A pass that failed under a lease it still holds (a statement
+        // failure, an unsettled lease, every version lost) is run again on
+        // the service's next cycle, under the same lease.
+        let again = matches!(
+            outcome,
+            Err(ref e) if !matches!(e, IndexError::LeaseLost { .. })
+        );
         let lost_before = |n: u32| (0..n).map(move |a| attempt_ids(seed, a).1);
         let current = pass.attempts().saturating_sub(1);
         let h = &mut s.history;
@@ -369,14 +401,25 @@ impl PublicationModel {
                 PassEnd::Failed
             }
         });
-        p.held = Some(pass.lease().clone());
-        p.phase = match (&p.held, self.cfg.release) {
-            (Some(lease), true) => Phase::Release(Box::new(Release::new(
+        let mut lease = pass.lease().clone();
+        if self.cfg.design == Design::NoSettleAfterTimeout {
+            // The rejected design: a caller that forgets its abandoned
+            // statements renews, publishes and releases as if none could
+            // still land.
+            lease.unsettled_until_ns = 0;
+        }
+        p.held = Some(lease.clone());
+        p.phase = if again && p.passes + 1 < self.cfg.passes {
+            p.passes += 1;
+            self.pass(idx, p.incarnation, p.passes, lease)
+        } else if self.cfg.release {
+            Phase::Release(Box::new(Release::new(
                 self.tables.clone(),
                 self.proto.clone(),
-                lease.clone(),
-            ))),
-            _ => Phase::Done,
+                lease,
+            )))
+        } else {
+            Phase::Done
         };
     }
 
@@ -601,7 +644,12 @@ impl PublicationModel {
             Design::MembershipOnVersionAlone => {
                 capcat_proto::mutations::membership_on_version_alone(&search, &self.tables)
             }
-            Design::RowsAboveWatermark => capcat_proto::mutations::rows_above_watermark(&search),
+            Design::RowsAboveWatermark => {
+                capcat_proto::mutations::rows_above_watermark(&search, &self.tables)
+            }
+            Design::UnpublishedRowsResolve => {
+                capcat_proto::mutations::unpublished_rows_resolve(&search, &self.tables)
+            }
             _ => search,
         };
         match search.params.get(WATERMARK_PARAM) {
@@ -614,7 +662,7 @@ impl PublicationModel {
         match self.reader_statement(s) {
             Some((watermark, stmt)) => {
                 let membership = engine::membership(&self.tables, &stmt.sql);
-                let rows_bounded = engine::rows_bounded(&stmt.sql);
+                let rows_bounded = engine::row_bound(&self.tables, &stmt.sql);
                 let snapshot = s.db.visible_at(membership, watermark);
                 let rows = s.db.resolved_at(membership, rows_bounded, watermark);
                 s.reader.pinned = Some(Pinned {
@@ -853,7 +901,8 @@ impl PublicationModel {
     }
 }
 
-/// The packs a set of publishers index, for tests and docs.
+/// The packs a set of publishers index in their first passes, for tests
+/// and docs.
 pub fn packs(publishers: u8) -> BTreeSet<PackRef> {
-    (0..publishers).map(pack_of).collect()
+    (0..publishers).map(|i| pack_of(i, 0)).collect()
 }

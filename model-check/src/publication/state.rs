@@ -54,6 +54,9 @@ pub struct Publisher {
     pub held: Option<Lease>,
     /// Whether this incarnation ever held the lease.
     pub held_ever: bool,
+    /// Index passes this incarnation started after its first (a failed
+    /// pass runs again under the same lease, up to `ModelConfig::passes`).
+    pub passes: u8,
     /// Every lease id this incarnation has held (a design that forgets its
     /// lease still owns the row it wrote).
     pub own_lease_ids: BTreeSet<Uuid>,
@@ -116,8 +119,8 @@ pub struct Pinned {
     pub watermark: u64,
     /// The membership predicate found in its statement's SQL.
     pub membership: Membership,
-    /// Whether its statement bounds descriptor rows by W (`pinned_rows`).
-    pub rows_bounded: bool,
+    /// How its statement bounds the descriptor rows it resolves.
+    pub rows_bounded: super::engine::RowBound,
     /// What the snapshot at W held when W was pinned.
     pub snapshot: BTreeSet<PackRef>,
     /// What the read returned when W was pinned: per member pack, the

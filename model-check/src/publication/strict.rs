@@ -12,7 +12,7 @@
 
 use capcat_proto::Tables;
 use capcat_proto::fragments;
-use capcat_proto::mutations::marginless_fence_text;
+use capcat_proto::mutations::{lease_id_fence_text, marginless_fence_text};
 use capcat_proto::statement::Statement;
 
 /// Why the model cannot give a statement a meaning.
@@ -80,6 +80,7 @@ fn known_conjuncts(tables: &Tables) -> Vec<String> {
         fragments::version_barrier(tables),
         fragments::manifest_complete(tables),
         marginless_fence_text(tables),
+        lease_id_fence_text(tables),
         "1 = 1".to_owned(),
     ];
     let two_reads = fragments::two_subquery_fence(tables);
@@ -132,13 +133,24 @@ mod tests {
         Tables::new("m").expect("valid prefix")
     }
 
+    /// The lease every test statement is fenced under.
+    fn test_lease() -> capcat_proto::Lease {
+        capcat_proto::Lease {
+            lease_id: Uuid::from_u128(2),
+            holder: "p".to_owned(),
+            term: 1,
+            expires_at_ns: 2_000_000_000,
+            unsettled_until_ns: 0,
+        }
+    }
+
     fn watermark() -> Statement {
         insert_watermark(
             &tables(),
             &Config::default(),
             1,
             Uuid::from_u128(1),
-            Uuid::from_u128(2),
+            &test_lease(),
             1,
         )
     }
@@ -147,8 +159,8 @@ mod tests {
     fn the_shipped_guarded_statements_are_conjunctions_of_known_fragments() {
         let t = tables();
         let cfg = Config::default();
-        let release = capcat_proto::lease::sql::release(&t, &cfg, Uuid::from_u128(2), "p");
-        let manifest = insert_manifest(&t, &cfg, 1, Uuid::from_u128(1), Uuid::from_u128(2), vec![]);
+        let release = capcat_proto::lease::sql::release(&t, &cfg, &test_lease());
+        let manifest = insert_manifest(&t, &cfg, 1, Uuid::from_u128(1), &test_lease(), vec![]);
         for stmt in [watermark(), manifest, release] {
             assert_eq!(check_guarded(&t, &stmt), Ok(()), "{}", stmt.sql);
         }

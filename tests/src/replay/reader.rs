@@ -8,7 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::mutations::{membership_on_version_alone, rows_above_watermark};
+use capcat_proto::mutations::{
+    membership_on_version_alone, rows_above_watermark, unpublished_rows_resolve,
+};
 use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};
 use capcat_proto::{Expect, Input, Machine, Statement, Step, Value};
 
@@ -158,9 +160,12 @@ impl PinnedRead {
             }
             _ => search,
         };
-        // The model's `RowsAboveWatermark` reader, through the same hook.
-        let search = if predicted.contains("rows_bounded: false") {
-            rows_above_watermark(&search)
+        // The model's `RowsAboveWatermark` and `UnpublishedRowsResolve`
+        // readers, through the same hooks.
+        let search = if predicted.contains("rows_bounded: None") {
+            rows_above_watermark(&search, db.tables())
+        } else if predicted.contains("rows_bounded: AtOrBelow") {
+            unpublished_rows_resolve(&search, db.tables())
         } else {
             search
         };

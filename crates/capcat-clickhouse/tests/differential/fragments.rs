@@ -10,11 +10,12 @@ use std::collections::BTreeSet;
 
 use capcat_proto::fragments::meaning::{self, Reach, rejected};
 use capcat_proto::fragments::{
-    self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
-    MembershipBound, TERM_PARAM, WATERMARK_PARAM,
+    self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_EXPIRES_PARAM, LEASE_ID_PARAM,
+    LEASE_TERM_PARAM, MANIFEST_PACKS_PARAM, MembershipBound, TERM_PARAM, WATERMARK_PARAM,
 };
 use capcat_proto::mutations::{
-    marginless_fence_text, own_term_read_back_text, version_only_membership_predicate,
+    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
+    version_only_membership_predicate,
 };
 use capcat_proto::{PackRef, Param, Tables};
 use uuid::Uuid;
@@ -108,6 +109,7 @@ fn admitted_by(predicate: &str, candidates: &str) -> String {
 /// Adds every lease fragment's instances.
 fn lease_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
     let fence = bind_clock(&fragments::lease_fence(tables), true);
+    let lease_id_fence = bind_clock(&lease_id_fence_text(tables), true);
     let marginless = bind_clock(&marginless_fence_text(tables), true);
     let two_reads = bind_clock(&fragments::two_subquery_fence(tables), true);
     for &(lease, margin) in &state.params.fences {
@@ -116,11 +118,30 @@ fn lease_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
             (LEASE_ID_PARAM, Param::Uuid(lease)),
             (FENCE_MARGIN_PARAM, Param::UInt64(margin)),
         ];
+        for held in state.held_rows(lease) {
+            probe.add(
+                format!("LEASE_FENCE(row {held:?}, margin {margin})"),
+                &fence,
+                &[
+                    clock(),
+                    (LEASE_ID_PARAM, Param::Uuid(lease)),
+                    (LEASE_TERM_PARAM, Param::UInt64(held.term)),
+                    (LEASE_EXPIRES_PARAM, Param::UInt64(held.expires_at_ns)),
+                    (FENCE_MARGIN_PARAM, Param::UInt64(margin)),
+                ],
+                u64::from(meaning::lease_fence(&state.lease, held, NOW_NS, margin)),
+            );
+        }
         probe.add(
-            format!("LEASE_FENCE(lease {lease}, margin {margin})"),
-            &fence,
+            format!("lease-id fence(lease {lease}, margin {margin})"),
+            &lease_id_fence,
             &params,
-            u64::from(meaning::lease_fence(&state.lease, lease, NOW_NS, margin)),
+            u64::from(rejected::lease_id_fence(
+                &state.lease,
+                lease,
+                NOW_NS,
+                margin,
+            )),
         );
         // Evaluated in ONE statement, the two reads see one snapshot;
         // the model splits them into two steps to show why that is not
@@ -258,13 +279,26 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
         probe.add(
             format!("pinned rows(W {w})"),
             &admitted_by(
-                &fragments::pinned_rows(),
+                &fragments::pinned_rows(tables),
                 "(SELECT number AS i, number AS index_version FROM numbers(6))",
             ),
             &[(WATERMARK_PARAM, Param::UInt64(w))],
             mask(
                 (0..6)
-                    .filter(|v| meaning::pinned_row(*v, w))
+                    .filter(|v| meaning::pinned_row(&state.watermark, *v, w))
+                    .map(|v| v as usize),
+            ),
+        );
+        probe.add(
+            format!("rows at or below (W {w})"),
+            &admitted_by(
+                &rows_at_or_below_text(),
+                "(SELECT number AS i, number AS index_version FROM numbers(6))",
+            ),
+            &[(WATERMARK_PARAM, Param::UInt64(w))],
+            mask(
+                (0..6)
+                    .filter(|v| rejected::rows_at_or_below(*v, w))
                     .map(|v| v as usize),
             ),
         );

@@ -13,8 +13,8 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::fragments::meaning::{LeaseRow, Reach};
-use capcat_proto::{PackRef, Tables};
+use capcat_proto::fragments::meaning::{self, HeldRow, LeaseRow, Reach};
+use capcat_proto::{Lease, PackRef, Tables};
 use proptest::prelude::*;
 use uuid::Uuid;
 
@@ -178,6 +178,56 @@ fn params() -> impl Strategy<Value = Params> {
                 null_for_empty,
             },
         )
+}
+
+impl State {
+    /// The rows a fence naming `lease` is evaluated with: every row of
+    /// `lease` in the state (one of them may be the head), and a row of it
+    /// that the state does not hold.
+    pub fn held_rows(&self, lease: Uuid) -> Vec<HeldRow> {
+        let mut rows: BTreeSet<HeldRow> = self
+            .lease
+            .iter()
+            .filter(|r| r.lease_id == lease)
+            .map(|r| HeldRow {
+                term: r.term,
+                lease_id: r.lease_id,
+                expires_at_ns: r.expires_at_ns,
+            })
+            .collect();
+        rows.insert(HeldRow {
+            term: TOP + 1,
+            lease_id: lease,
+            expires_at_ns: NOW_NS + 3_000_000_000,
+        });
+        rows.into_iter().collect()
+    }
+
+    /// The lease a write under `lease` is sent with: the row of `lease`
+    /// highest in the lease order (the head when `lease` heads the log),
+    /// or a row the state does not hold.
+    pub fn held_lease(&self, lease: Uuid) -> Lease {
+        let own: Vec<&LeaseRow> = self.lease.iter().filter(|r| r.lease_id == lease).collect();
+        let row = meaning::lease_head(own).map_or(
+            HeldRow {
+                term: TOP + 1,
+                lease_id: lease,
+                expires_at_ns: NOW_NS + 3_000_000_000,
+            },
+            |r| HeldRow {
+                term: r.term,
+                lease_id: r.lease_id,
+                expires_at_ns: r.expires_at_ns,
+            },
+        );
+        Lease {
+            lease_id: lease,
+            holder: holder_of(lease),
+            term: row.term,
+            expires_at_ns: row.expires_at_ns,
+            unsettled_until_ns: 0,
+        }
+    }
 }
 
 /// One table state, the reads' arguments and the final write.

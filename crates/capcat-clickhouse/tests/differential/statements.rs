@@ -304,11 +304,12 @@ pub async fn write(
     let mut out = Vec::new();
     match &state.write {
         Write::Release { lease, margin } => {
-            let holder = holder_of(*lease);
-            let stmt = with_margin(lease::sql::release(t, &cfg, *lease, &holder), *margin);
+            let held = state.held_lease(*lease);
+            let holder = held.holder.clone();
+            let stmt = with_margin(lease::sql::release(t, &cfg, &held), *margin);
             run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.lease.clone();
-            if meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin) {
+            if meaning::lease_fence(&state.lease, held.held_row(), NOW_NS, *margin) {
                 predicted.push(LeaseRow {
                     term: meaning::release_term(&state.lease),
                     lease_id: *lease,
@@ -356,7 +357,7 @@ pub async fn write(
                     &cfg,
                     *version,
                     *publish_id,
-                    *lease,
+                    &state.held_lease(*lease),
                     packs.clone(),
                 ),
                 *margin,
@@ -364,7 +365,12 @@ pub async fn write(
             run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.manifest.clone();
             if meaning::version_barrier(&state.watermark, *version)
-                && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
+                && meaning::lease_fence(
+                    &state.lease,
+                    state.held_lease(*lease).held_row(),
+                    NOW_NS,
+                    *margin,
+                )
             {
                 predicted.extend(packs.iter().map(|p| (*version, *publish_id, p.clone())));
             }
@@ -389,7 +395,7 @@ pub async fn write(
                     &cfg,
                     *version,
                     *publish_id,
-                    *lease,
+                    &state.held_lease(*lease),
                     *manifest_packs,
                 ),
                 *margin,
@@ -397,7 +403,12 @@ pub async fn write(
             run(transport, &at_now(state, stmt, true)).await?;
             let mut predicted = state.watermark.clone();
             if meaning::version_barrier(&state.watermark, *version)
-                && meaning::lease_fence(&state.lease, *lease, NOW_NS, *margin)
+                && meaning::lease_fence(
+                    &state.lease,
+                    state.held_lease(*lease).held_row(),
+                    NOW_NS,
+                    *margin,
+                )
                 && meaning::manifest_complete(
                     &state.manifest,
                     *version,

@@ -82,15 +82,42 @@ where
     rows.into_iter().max_by_key(|r| lease_order_key(r))
 }
 
-/// `LEASE_FENCE`: the head row is `lease_id` and its expiry is beyond
-/// `now_ns + margin_ns`. An empty log fences everybody out.
-pub fn lease_fence<'a, I>(rows: I, lease_id: Uuid, now_ns: u64, margin_ns: u64) -> bool
+/// The lease row a guarded statement names: `LEASE_FENCE`'s
+/// `{lease_term}`, `{lease_id}` and `{lease_expires_ns}` parameters, the
+/// row its client's last claim wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HeldRow {
+    /// The term of the claim.
+    pub term: u64,
+    /// The lease id.
+    pub lease_id: Uuid,
+    /// The expiry the server stamped on the claim.
+    pub expires_at_ns: u64,
+}
+
+/// `LEASE_FENCE`: the head row is exactly `held` (term, lease id and
+/// expiry) and its expiry is beyond `now_ns + margin_ns`. An empty log
+/// fences everybody out.
+pub fn lease_fence<'a, I>(rows: I, held: HeldRow, now_ns: u64, margin_ns: u64) -> bool
 where
     I: IntoIterator<Item = &'a LeaseRow>,
 {
     lease_head(rows).is_some_and(|h| {
-        h.lease_id == lease_id && u128::from(h.expires_at_ns) > wide_sum(now_ns, margin_ns)
+        h.term == held.term
+            && h.lease_id == held.lease_id
+            && h.expires_at_ns == held.expires_at_ns
+            && u128::from(h.expires_at_ns) > wide_sum(now_ns, margin_ns)
     })
+}
+
+/// Whether `lease_id` is the live head at `now_ns`, whichever of its rows
+/// heads the log: the ground truth the model's `FencedOutWritesNothing`
+/// judges a landed row by (not a fragment).
+pub fn is_live_head<'a, I>(rows: I, lease_id: Uuid, now_ns: u64) -> bool
+where
+    I: IntoIterator<Item = &'a LeaseRow>,
+{
+    lease_head(rows).is_some_and(|h| h.lease_id == lease_id && h.expires_at_ns > now_ns)
 }
 
 /// Whether a release tombstone (expiry 0) carries `lease_id`.
@@ -265,9 +292,13 @@ where
 }
 
 /// `pinned_rows`: a descriptor row written for `version` resolves at a
-/// pinned watermark `w`.
-pub fn pinned_row(version: u64, w: u64) -> bool {
-    version <= w
+/// pinned watermark `w` when `version` is at or below `w` and published
+/// (a watermark row stands at it).
+pub fn pinned_row<'a, W>(watermark: W, version: u64, w: u64) -> bool
+where
+    W: IntoIterator<Item = &'a (u64, Uuid)>,
+{
+    version <= w && watermark.into_iter().any(|(v, _)| *v == version)
 }
 
 /// `allocate.read_head`: the highest version claimed or published.
@@ -315,12 +346,25 @@ pub mod rejected {
     use std::collections::BTreeSet;
     use uuid::Uuid;
 
+    /// The fence on the lease id alone (this project's fence before the
+    /// exact-row fence): the head's lease id is `lease_id` and its expiry
+    /// is beyond `now_ns + margin_ns`, whichever of that lease's rows it is.
+    pub fn lease_id_fence<'a, I>(rows: I, lease_id: Uuid, now_ns: u64, margin_ns: u64) -> bool
+    where
+        I: IntoIterator<Item = &'a LeaseRow>,
+    {
+        lease_head(rows).is_some_and(|h| {
+            h.lease_id == lease_id
+                && u128::from(h.expires_at_ns) > super::wide_sum(now_ns, margin_ns)
+        })
+    }
+
     /// The seed's marginless fence: the head is `lease_id` and live now.
     pub fn marginless_fence<'a, I>(rows: I, lease_id: Uuid, now_ns: u64) -> bool
     where
         I: IntoIterator<Item = &'a LeaseRow>,
     {
-        super::lease_fence(rows, lease_id, now_ns, 0)
+        lease_id_fence(rows, lease_id, now_ns, 0)
     }
 
     /// The two-subquery fence's first read: is the head's lease id ours?
@@ -339,6 +383,12 @@ pub mod rejected {
     {
         lease_head(rows)
             .is_some_and(|h| u128::from(h.expires_at_ns) > super::wide_sum(now_ns, margin_ns))
+    }
+
+    /// The pinned row bound before it asked for a published version: every
+    /// row written for a version at or below `w`.
+    pub fn rows_at_or_below(version: u64, w: u64) -> bool {
+        version <= w
     }
 
     /// The seed's read-back: the rows at the claimed term only.
@@ -413,14 +463,47 @@ mod tests {
     #[test]
     fn the_fence_needs_the_head_alive_beyond_the_margin() {
         let rows = [row(1, 1, 100)];
-        let id = Uuid::from_u128(1);
-        assert!(lease_fence(&rows, id, 10, 89));
+        let held = HeldRow {
+            term: 1,
+            lease_id: Uuid::from_u128(1),
+            expires_at_ns: 100,
+        };
+        assert!(lease_fence(&rows, held, 10, 89));
         assert!(
-            !lease_fence(&rows, id, 10, 90),
+            !lease_fence(&rows, held, 10, 90),
             "expiry equal to now + margin"
         );
-        assert!(!lease_fence(&rows, Uuid::from_u128(2), 10, 0));
-        assert!(!lease_fence(&[], id, 0, 0), "an empty log fences everybody");
+        let stranger = HeldRow {
+            lease_id: Uuid::from_u128(2),
+            ..held
+        };
+        assert!(!lease_fence(&rows, stranger, 10, 0));
+        assert!(
+            !lease_fence(&[], held, 0, 0),
+            "an empty log fences everybody"
+        );
+    }
+
+    #[test]
+    fn the_fence_names_one_row_so_a_renewal_fences_out_what_was_sent_before_it() {
+        let sent_under = HeldRow {
+            term: 1,
+            lease_id: Uuid::from_u128(1),
+            expires_at_ns: 100,
+        };
+        // The holder renewed: its own lease heads the log at a new term.
+        let renewed = [row(1, 1, 100), row(2, 1, 150)];
+        assert!(!lease_fence(&renewed, sent_under, 10, 0));
+        assert!(rejected::lease_id_fence(
+            &renewed,
+            sent_under.lease_id,
+            10,
+            0
+        ));
+        // The same term and id with another expiry is another row.
+        let rewritten = [row(1, 1, 120)];
+        assert!(!lease_fence(&rewritten, sent_under, 10, 0));
+        assert!(is_live_head(&rewritten, sent_under.lease_id, 10));
     }
 
     #[test]

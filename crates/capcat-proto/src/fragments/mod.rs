@@ -15,6 +15,7 @@
 //! the same function over generated table states. A fragment and its
 //! meaning that drift apart fail that test.
 
+use crate::statement::{Param, Statement};
 use crate::tables::Tables;
 
 pub mod meaning;
@@ -32,6 +33,10 @@ pub const INDEX_VERSION_PARAM: &str = "index_version";
 
 /// The placeholder name of the fence's margin in [`lease_fence`].
 pub const FENCE_MARGIN_PARAM: &str = "fence_margin_ns";
+/// The placeholder name of the held row's term in [`lease_fence`].
+pub const LEASE_TERM_PARAM: &str = "lease_term";
+/// The placeholder name of the held row's expiry in [`lease_fence`].
+pub const LEASE_EXPIRES_PARAM: &str = "lease_expires_ns";
 
 /// The one total order of lease rows, highest first, shared by the fence,
 /// the head read and the model checker.
@@ -44,10 +49,12 @@ pub const FENCE_MARGIN_PARAM: &str = "fence_margin_ns";
 /// equal in all three are the same row to every reader.
 pub const LEASE_ORDER: &str = "term DESC, lease_id DESC, expires_at_ns DESC";
 
-/// `LEASE_FENCE`: true only while the lease head is `{lease_id:UUID}` and
-/// will still be live by the SERVER's clock once the statement's whole
-/// execution cap (plus the engine's measured slack, together
-/// `{fence_margin_ns:UInt64}`) has passed.
+/// `LEASE_FENCE`: true only while the lease head is EXACTLY the row the
+/// client holds, `({lease_term:UInt64}, {lease_id:UUID},
+/// {lease_expires_ns:UInt64})` (its last claim's term, id and server-stamped
+/// expiry), and that row will still be live by the SERVER's clock once the
+/// statement's whole execution cap (plus the engine's measured slack,
+/// together `{fence_margin_ns:UInt64}`) has passed.
 ///
 /// The margin is what makes a passed fence a promise: a statement that
 /// passes it at server time `t` lands (or is killed) by `t + cap + slack`,
@@ -56,19 +63,53 @@ pub const LEASE_ORDER: &str = "term DESC, lease_id DESC, expires_at_ns DESC";
 /// to be live now (the seed's) lets a statement evaluated just before
 /// expiry land after a successor published (`MarginlessFence`).
 ///
-/// One subquery reads one head row, and the outer `count()` tests both halves
-/// of that same row: two scalar subqueries would be two reads, and a takeover
-/// between them could pair the old holder's `lease_id` with the new holder's
-/// expiry. `count()` over no rows is 0, so an empty lease table fences
-/// everybody out instead of raising "Scalar subquery returned empty result".
+/// Naming the exact row is what bounds a statement in time whenever the
+/// server STARTS it: ClickHouse counts `max_execution_time` from a query's
+/// start, so a statement queued on the server (or held up on the network)
+/// may start long after its client gave up on it. Under this fence it can
+/// pass only while the row it names is the head and outlives the margin,
+/// so it lands, if ever, before that row's expiry; the holder's next
+/// renewal or tombstone supersedes the row and fences it out. A fence on
+/// the lease id alone (`LeaseIdFence`) is renewed with the lease: an
+/// abandoned statement could start after its holder renewed and published
+/// a later version, and land under a snapshot pinned since.
+///
+/// One subquery reads one head row, and the outer `count()` tests every
+/// column of that same row: two scalar subqueries would be two reads, and a
+/// takeover between them could pair the old holder's `lease_id` with the
+/// new holder's expiry. `count()` over no rows is 0, so an empty lease
+/// table fences everybody out instead of raising "Scalar subquery returned
+/// empty result".
 pub fn lease_fence(tables: &Tables) -> String {
     format!(
-        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
+        "(SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM {lease} \
          ORDER BY {LEASE_ORDER} LIMIT 1) \
-         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
+         WHERE term = {{{LEASE_TERM_PARAM}:UInt64}} \
+         AND lease_id = {{{LEASE_ID_PARAM}:UUID}} \
+         AND expires_at_ns = {{{LEASE_EXPIRES_PARAM}:UInt64}} \
          AND expires_at_ns > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
         lease = tables.publisher_lease(),
     )
+}
+
+/// The row a fenced statement names, read off its bound parameters
+/// (`{lease_term}`, `{lease_id}`, `{lease_expires_ns}`): what the model,
+/// the test fakes and the replay hand to [`meaning::lease_fence`]. `None`
+/// when a parameter is missing or of another type.
+pub fn fenced_row(stmt: &Statement) -> Option<meaning::HeldRow> {
+    let u64_of = |name: &str| match stmt.params.get(name) {
+        Some(Param::UInt64(v)) => Some(*v),
+        _ => None,
+    };
+    let lease_id = match stmt.params.get(LEASE_ID_PARAM) {
+        Some(Param::Uuid(id)) => *id,
+        _ => return None,
+    };
+    Some(meaning::HeldRow {
+        term: u64_of(LEASE_TERM_PARAM)?,
+        lease_id,
+        expires_at_ns: u64_of(LEASE_EXPIRES_PARAM)?,
+    })
 }
 
 /// The placeholder name of the term a claim read-back checks.
@@ -180,16 +221,27 @@ pub fn published_pairs(tables: &Tables, bound: MembershipBound) -> String {
     )
 }
 
-/// `index_version <= {watermark:UInt64}`, applied to descriptor rows by a
-/// pinned read: only rows written for a version at or below W resolve.
+/// `index_version IN (<published versions at or below W>)`, applied to
+/// descriptor rows by a pinned read: only rows written for a version that
+/// was PUBLISHED at or below W resolve.
 ///
 /// Membership alone says which PACKS a snapshot holds, not which rows of
-/// them: a pack re-indexed after W (a pass that crashed between its `Won`
-/// and its inventory row runs again) gains descriptor rows at V' > W, and
-/// `argMax` would prefer them at every pinned W, so what a pinned read
-/// returns would change under it (`RowsAboveWatermark`).
-pub fn pinned_rows() -> String {
-    format!("index_version <= {{{WATERMARK_PARAM}:UInt64}}")
+/// them. A pack that is a member at W can gain more rows later: a pass
+/// that ran again for it (a crash between its `Won` and its inventory row,
+/// or a watermark that landed after its client was told it timed out)
+/// writes descriptor rows at a version of its own. Above W, `argMax` would
+/// prefer them at every pinned W (`RowsAboveWatermark`); below W, at a
+/// version that pass claimed but never published (a successor had already
+/// published above it), a bound of `index_version <= W` alone still admits
+/// them (`UnpublishedRowsResolve`). Every version has one allocator (the
+/// sole-claimant claim), so a version with a watermark row was published by
+/// the pass that wrote its descriptor rows.
+pub fn pinned_rows(tables: &Tables) -> String {
+    format!(
+        "index_version IN (SELECT index_version FROM {} \
+         WHERE index_version <= {{{WATERMARK_PARAM}:UInt64}})",
+        tables.index_watermark()
+    )
 }
 
 /// `(store_id, pack_id) IN (<packs of effective manifest rows>)`, applied to

@@ -37,6 +37,24 @@ pub enum IndexError {
         /// The head that replaced the lease, if any.
         head: Option<LeaseHead>,
     },
+    /// A guarded statement an earlier pass of this lease abandoned (a
+    /// timeout, a lost connection) may still land until the server's clock
+    /// passes `until_ns`, and this pass's renewal was stamped before that,
+    /// so it sent nothing guarded. Nothing it wrote is visible. Run the
+    /// next pass with this pass's lease ([`IndexPass::lease`](crate::IndexPass::lease))
+    /// after `wait_ns`.
+    #[error(
+        "publishing version {version} was put off: a statement an earlier attempt abandoned \
+         may still land for {wait_ns} ns (until server time {until_ns}); retry after that"
+    )]
+    Unsettled {
+        /// The version that was to be published.
+        version: u64,
+        /// How much longer the server's clock must run past the renewal.
+        wait_ns: u64,
+        /// The server time the abandoned statement may land until.
+        until_ns: u64,
+    },
     /// The publish stands beside a foreign publish at one version. The packs
     /// ARE visible, so they were recorded in the inventory before this
     /// surfaced (a republish would duplicate them); an operator must decide

@@ -269,6 +269,16 @@ impl IndexPass {
                 publish_id,
                 head,
             })),
+            Ok(PublishOutcome::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+                ..
+            }) => self.finish(Err(IndexError::Unsettled {
+                version,
+                wait_ns,
+                until_ns,
+            })),
             Ok(PublishOutcome::Conflict {
                 version,
                 publish_id,

@@ -207,12 +207,22 @@ impl LeaseClaim {
             ids.insert(id);
         }
         match expiry {
-            Some(expires_at_ns) if ids.len() == 1 => self.finish(Ok(Lease {
-                lease_id,
-                holder: self.holder.clone(),
-                term,
-                expires_at_ns,
-            })),
+            Some(expires_at_ns) if ids.len() == 1 => {
+                // The claim was stamped at `expires_at_ns - ttl` by the
+                // server's clock, before anything this lease sends next is
+                // evaluated: if that is past every abandoned statement's
+                // last moment, none of them can land any more.
+                let carried = self.held.as_ref().map_or(0, |l| l.unsettled_until_ns);
+                let stamped_at = expires_at_ns.saturating_sub(self.cfg.lease_ttl_ns());
+                let unsettled_until_ns = if stamped_at > carried { 0 } else { carried };
+                self.finish(Ok(Lease {
+                    lease_id,
+                    holder: self.holder.clone(),
+                    term,
+                    expires_at_ns,
+                    unsettled_until_ns,
+                }));
+            }
             // Contested (or our row never landed): abandon the term and go
             // round again, from a fresh head read, with a wider jitter window.
             _ => self.retry(term),

@@ -57,6 +57,21 @@ pub enum LeaseError {
         /// What the driver reported.
         failure: Failure,
     },
+    /// A release was not sent: a guarded statement this lease abandoned may
+    /// still land until the server's clock passes `until_ns`, and a
+    /// tombstone would let a successor take over before that. The lease is
+    /// left to expire (at the latest expiry it was renewed to); keep it
+    /// and never use it again.
+    #[error(
+        "lease {lease_id} was not released: a statement it abandoned may still land until \
+         server time {until_ns}; the lease is left to expire"
+    )]
+    Unsettled {
+        /// The lease left to expire.
+        lease_id: uuid::Uuid,
+        /// The server time the abandoned statement may land until.
+        until_ns: u64,
+    },
     /// A statement returned rows of the wrong shape.
     #[error("lease statement {statement} returned an unreadable row: {detail}")]
     Malformed {

@@ -38,7 +38,46 @@ pub struct Lease {
     /// The term the lease was last claimed at.
     pub term: u64,
     /// Expiry stamped by the server at the last claim (server nanoseconds).
+    /// With `term` and `lease_id` it names the exact row every guarded
+    /// statement's fence asks to be the head.
     pub expires_at_ns: u64,
+    /// A server time before which a guarded statement this lease sent may
+    /// still land, 0 when none may. Set when a guarded statement fails in a
+    /// way that leaves it possibly running (a timeout, a lost connection):
+    /// it may not even have started, and the server counts its cap from its
+    /// start, but its fence names the row it was sent under, so it can land
+    /// no later than that row's expiry, which is what is recorded here.
+    ///
+    /// Until a renewal stamped AFTER this time proves the clock has passed
+    /// it, the lease sends no guarded statement: a publish attempt ends
+    /// [`Unsettled`](crate::publish::PublishOutcome::Unsettled) after its
+    /// renewal, and a [`Release`] is not sent (the lease is left to
+    /// expire). Acting earlier let an abandoned watermark land under a
+    /// snapshot pinned after the holder's next publish, or after a
+    /// successor took over on its release tombstone (`NoSettleAfterTimeout`).
+    pub unsettled_until_ns: u64,
+}
+
+impl Lease {
+    /// The row this lease's guarded statements name in their fence.
+    pub fn held_row(&self) -> crate::fragments::meaning::HeldRow {
+        crate::fragments::meaning::HeldRow {
+            term: self.term,
+            lease_id: self.lease_id,
+            expires_at_ns: self.expires_at_ns,
+        }
+    }
+
+    /// Whether a guarded statement of this lease may still land.
+    pub fn unsettled(&self) -> bool {
+        self.unsettled_until_ns != 0
+    }
+
+    /// Records that a guarded statement sent under the current row failed
+    /// with its effect unknown: it may land until that row's expiry.
+    pub fn abandoned_statement(&mut self) {
+        self.unsettled_until_ns = self.unsettled_until_ns.max(self.expires_at_ns);
+    }
 }
 
 /// The head of the lease log as the head read saw it.

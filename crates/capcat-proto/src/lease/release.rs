@@ -20,11 +20,11 @@ use super::{Lease, LeaseError, sql};
 /// Whatever the outcome, once a release was sent the lease must never renew,
 /// publish or claim again under its id: a tombstone makes every rival's
 /// claim read-back ignore that lease's rows, so a later row under the same
-/// id would be invisible to them. And a release must not be sent while a
-/// guarded statement of the lease may still be running (after a
-/// client-side timeout, wait out the fence margin first): its rows would
-/// land after a successor, which no longer waits for the lease's expiry,
-/// took over.
+/// id would be invisible to them. And a release is not sent while a
+/// guarded statement of the lease may still land ([`Lease::unsettled`]):
+/// its rows would land after a successor, which no longer waits for the
+/// lease's expiry, took over. Such a release ends at once with
+/// [`LeaseError::Unsettled`], and the lease is left to expire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Release {
     tables: Tables,
@@ -36,11 +36,15 @@ pub struct Release {
 impl Release {
     /// Release `lease`.
     pub fn new(tables: Tables, cfg: Config, lease: Lease) -> Self {
+        let outcome = lease.unsettled().then_some(Err(LeaseError::Unsettled {
+            lease_id: lease.lease_id,
+            until_ns: lease.unsettled_until_ns,
+        }));
         Self {
             tables,
             cfg,
             lease,
-            outcome: None,
+            outcome,
         }
     }
 
@@ -56,12 +60,7 @@ impl Machine for Release {
     fn poll(&mut self) -> Step<Self::Outcome> {
         match &self.outcome {
             Some(outcome) => Step::Done(outcome.clone()),
-            None => Step::Execute(sql::release(
-                &self.tables,
-                &self.cfg,
-                self.lease.lease_id,
-                &self.lease.holder,
-            )),
+            None => Step::Execute(sql::release(&self.tables, &self.cfg, &self.lease)),
         }
     }
 

@@ -7,11 +7,13 @@ use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
 use crate::fragments::{
-    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, SERVER_NOW_NS, TERM_PARAM, claim_read_back,
-    lease_fence,
+    FENCE_MARGIN_PARAM, LEASE_EXPIRES_PARAM, LEASE_ID_PARAM, LEASE_ORDER, LEASE_TERM_PARAM,
+    SERVER_NOW_NS, TERM_PARAM, claim_read_back, lease_fence,
 };
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
+
+use super::Lease;
 
 /// Sequentially consistent reads: both sole-claimant protocols are sound only
 /// while a read observes every acknowledged earlier write.
@@ -135,21 +137,34 @@ pub fn read_claims(tables: &Tables, term: u64, lease_id: Uuid) -> Statement {
     }
 }
 
-/// `lease.release`: ONE fenced `INSERT ... SELECT` that writes a tombstone
-/// (expiry 0) above the head only while the head is still this lease and
-/// live. Reading the head and then writing would let a stale writer that
-/// shuts down cleanly revoke a successor's live lease; here the check and the
-/// write are the same server-side statement. It carries the publish
-/// statements' cap, so a tombstone, like every fenced row, lands within the
-/// margin its fence asked for.
-pub fn release(tables: &Tables, cfg: &Config, lease_id: Uuid, holder: &str) -> Statement {
+/// The parameters of [`lease_fence`]: the exact row `lease` holds (its
+/// last claim's term, id and expiry) and the margin its statements ask the
+/// row to outlive.
+pub(crate) fn fence_params(cfg: &Config, lease: &Lease) -> BTreeMap<String, Param> {
     let mut params = BTreeMap::new();
-    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
-    params.insert("holder".to_owned(), Param::String(holder.to_owned()));
+    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease.lease_id));
+    params.insert(LEASE_TERM_PARAM.to_owned(), Param::UInt64(lease.term));
+    params.insert(
+        LEASE_EXPIRES_PARAM.to_owned(),
+        Param::UInt64(lease.expires_at_ns),
+    );
     params.insert(
         FENCE_MARGIN_PARAM.to_owned(),
         Param::UInt64(cfg.fence_margin_ns()),
     );
+    params
+}
+
+/// `lease.release`: ONE fenced `INSERT ... SELECT` that writes a tombstone
+/// (expiry 0) above the head only while the head is still the row this
+/// lease holds and live. Reading the head and then writing would let a
+/// stale writer that shuts down cleanly revoke a successor's live lease;
+/// here the check and the write are the same server-side statement. It
+/// carries the publish statements' cap, so a tombstone, like every fenced
+/// row, lands within the margin its fence asked for.
+pub fn release(tables: &Tables, cfg: &Config, lease: &Lease) -> Statement {
+    let mut params = fence_params(cfg, lease);
+    params.insert("holder".to_owned(), Param::String(lease.holder.clone()));
     let guard = if cfg.is(VariantName::UnfencedRelease) {
         "1 = 1".to_owned()
     } else {

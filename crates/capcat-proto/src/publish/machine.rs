@@ -104,6 +104,16 @@ impl Publish {
         self.state = State::Done(outcome);
     }
 
+    /// A guarded INSERT failed. When its effect is unknown it may still
+    /// start on the server and land, up to the expiry of the row its fence
+    /// names: the lease records that before anything else is sent.
+    fn guarded_failed(&mut self, statement: &'static str, failure: crate::machine::Failure) {
+        if failure.leaves_statement_running() {
+            self.lease.abandoned_statement();
+        }
+        self.statement_failed(statement, failure);
+    }
+
     fn statement_failed(&mut self, statement: &'static str, failure: crate::machine::Failure) {
         self.finish(Err(PublishError::Statement {
             statement,
@@ -115,6 +125,17 @@ impl Publish {
 
     fn on_renewed(&mut self, outcome: Result<Lease, LeaseError>) {
         match outcome {
+            Ok(lease) if lease.unsettled() => {
+                let stamped_at = lease.expires_at_ns.saturating_sub(self.cfg.lease_ttl_ns());
+                let until_ns = lease.unsettled_until_ns;
+                self.lease = lease;
+                self.finish(Ok(PublishOutcome::Unsettled {
+                    version: self.version,
+                    publish_id: self.publish_id,
+                    until_ns,
+                    wait_ns: until_ns.saturating_sub(stamped_at).saturating_add(1),
+                }));
+            }
             Ok(lease) => {
                 self.lease = lease;
                 self.state = State::Manifest { chunk: 0 };
@@ -228,7 +249,7 @@ impl Machine for Publish {
                     &self.cfg,
                     self.version,
                     self.publish_id,
-                    self.lease.lease_id,
+                    &self.lease,
                     self.chunk(chunk),
                 ))
             }
@@ -237,7 +258,7 @@ impl Machine for Publish {
                 &self.cfg,
                 self.version,
                 self.publish_id,
-                self.lease.lease_id,
+                &self.lease,
                 // The packs are a set (built from a BTreeSet), so their
                 // count is the number of distinct manifest rows expected. A
                 // usize always fits a u64 on the targets this crate builds for.
@@ -270,11 +291,11 @@ impl Machine for Publish {
             // The watermark must never be written unless every manifest row
             // is known to stand: a failed chunk ends the attempt here.
             (State::Manifest { .. }, Input::Failed(failure)) => {
-                self.statement_failed("publish.insert_manifest", failure);
+                self.guarded_failed("publish.insert_manifest", failure);
             }
             (State::Watermark, Input::Rows(_)) => self.state = State::ReadBack,
             (State::Watermark, Input::Failed(failure)) => {
-                self.statement_failed("publish.insert_watermark", failure);
+                self.guarded_failed("publish.insert_watermark", failure);
             }
             (State::ReadBack, Input::Rows(rows)) => self.on_read_back(&rows),
             (State::ReadBack, Input::Failed(failure)) => {

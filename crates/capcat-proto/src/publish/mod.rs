@@ -69,6 +69,22 @@ pub enum PublishOutcome {
         /// Every foreign publish id found at V.
         all_foreign: BTreeSet<Uuid>,
     },
+    /// The renewal held, but a guarded statement an earlier attempt of this
+    /// lease abandoned (a timeout, a lost connection) may still land until
+    /// the server's clock passes `until_ns`, and the renewal was stamped
+    /// before that. Nothing was sent after the renewal, so nothing of this
+    /// attempt is visible. Retry after `wait_ns` (a duration: the server's
+    /// clock advances at the caller's rate, whatever the skew between them).
+    Unsettled {
+        /// The version that was to be published.
+        version: u64,
+        /// This attempt's id.
+        publish_id: Uuid,
+        /// The server time the abandoned statement may land until.
+        until_ns: u64,
+        /// How much longer the server's clock must run past the renewal.
+        wait_ns: u64,
+    },
 }
 
 /// A lost version race: this attempt's publish_id is absent at V.

@@ -6,9 +6,10 @@ use uuid::Uuid;
 
 use crate::config::{Config, VariantName};
 use crate::fragments::{
-    FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM, SERVER_NOW_NS,
-    lease_fence, manifest_complete, version_barrier,
+    INDEX_VERSION_PARAM, MANIFEST_PACKS_PARAM, SERVER_NOW_NS, lease_fence, manifest_complete,
+    version_barrier,
 };
+use crate::lease::Lease;
 use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
 
@@ -52,16 +53,11 @@ fn guarded_params(
     cfg: &Config,
     version: u64,
     publish_id: Uuid,
-    lease_id: Uuid,
+    lease: &Lease,
 ) -> BTreeMap<String, Param> {
-    let mut params = BTreeMap::new();
-    params.insert(
-        FENCE_MARGIN_PARAM.to_owned(),
-        Param::UInt64(cfg.fence_margin_ns()),
-    );
+    let mut params = crate::lease::sql::fence_params(cfg, lease);
     params.insert(INDEX_VERSION_PARAM.to_owned(), Param::UInt64(version));
     params.insert("publish_id".to_owned(), Param::Uuid(publish_id));
-    params.insert(LEASE_ID_PARAM.to_owned(), Param::Uuid(lease_id));
     params
 }
 
@@ -71,10 +67,10 @@ pub fn insert_manifest(
     cfg: &Config,
     version: u64,
     publish_id: Uuid,
-    lease_id: Uuid,
+    lease: &Lease,
     packs: Vec<PackRef>,
 ) -> Statement {
-    let mut params = guarded_params(cfg, version, publish_id, lease_id);
+    let mut params = guarded_params(cfg, version, publish_id, lease);
     params.insert("packs".to_owned(), Param::StorePacks(packs));
     Statement {
         name: "publish.insert_manifest",
@@ -102,10 +98,10 @@ pub fn insert_watermark(
     cfg: &Config,
     version: u64,
     publish_id: Uuid,
-    lease_id: Uuid,
+    lease: &Lease,
     manifest_packs: u64,
 ) -> Statement {
-    let mut params = guarded_params(cfg, version, publish_id, lease_id);
+    let mut params = guarded_params(cfg, version, publish_id, lease);
     params.insert(
         MANIFEST_PACKS_PARAM.to_owned(),
         Param::UInt64(manifest_packs),

@@ -90,13 +90,13 @@ fn resolving_sql(tables: &Tables, conditions: &[String], limit: bool) -> String 
     )
 }
 
-/// The pinned read's two conditions: rows written at or below W, of packs
-/// that are members at W.
+/// The pinned read's two conditions: rows written for a version published
+/// at or below W, of packs that are members at W.
 fn pinned(watermark: u64, params: &mut BTreeMap<String, Param>, tables: &Tables) -> String {
     params.insert(WATERMARK_PARAM.to_owned(), Param::UInt64(watermark));
     format!(
         "{}\n      AND {}",
-        pinned_rows(),
+        pinned_rows(tables),
         membership_predicate(tables, MembershipBound::PinnedAtWatermark)
     )
 }

@@ -183,9 +183,23 @@ impl LeaseLog {
         meaning::lease_head(&self.rows).cloned()
     }
 
-    /// The fence as the server evaluates it, with the statement's margin.
-    pub fn fence_admits(&self, lease_id: Uuid, margin_ns: u64) -> bool {
-        meaning::lease_fence(&self.rows, lease_id, self.now_ns, margin_ns)
+    /// The fence as the server evaluates it, with the row and the margin
+    /// the statement names.
+    pub fn fence_admits(&self, stmt: &Statement) -> bool {
+        let held = capcat_proto::fragments::fenced_row(stmt)
+            .unwrap_or_else(|| panic!("{} names no lease row", stmt.name));
+        meaning::lease_fence(
+            &self.rows,
+            held,
+            self.now_ns,
+            u64_param(stmt, "fence_margin_ns"),
+        )
+    }
+
+    /// The fence as it judges `lease`'s statements (the row `lease` holds)
+    /// with margin `margin_ns`.
+    pub fn fence_admits_lease(&self, lease: &capcat_proto::Lease, margin_ns: u64) -> bool {
+        meaning::lease_fence(&self.rows, lease.held_row(), self.now_ns, margin_ns)
     }
 
     /// Answers a lease statement; `None` for statements it does not know.
@@ -237,7 +251,7 @@ impl LeaseLog {
                 let fenced = stmt
                     .sql
                     .contains(&capcat_proto::fragments::lease_fence(&tables));
-                if !fenced || self.fence_admits(lease_id, u64_param(stmt, "fence_margin_ns")) {
+                if !fenced || self.fence_admits(stmt) {
                     self.rows.push(LeaseRow {
                         term: meaning::release_term(&self.rows),
                         lease_id,
@@ -295,11 +309,7 @@ impl FakeCatalog {
         let version = u64_param(stmt, "index_version");
         let barrier_ok =
             !stmt.sql.contains(&barrier) || meaning::version_barrier(&self.watermark, version);
-        let fence_ok = !stmt.sql.contains(&fence)
-            || self.lease.fence_admits(
-                uuid_param(stmt, "lease_id"),
-                u64_param(stmt, "fence_margin_ns"),
-            );
+        let fence_ok = !stmt.sql.contains(&fence) || self.lease.fence_admits(stmt);
         barrier_ok && fence_ok
     }
 

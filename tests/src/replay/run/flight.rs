@@ -19,10 +19,9 @@ impl Replay<'_> {
     /// now: `None` when the head's expiry is within the margin.
     ///
     /// The harness reads every lease row and one server clock reading in one
-    /// statement, and judges them with the fence's own meaning
-    /// ([`meaning::lease_fence`], margin 0: the ground truth the model's
-    /// `FencedOutWritesNothing` judges by), so the replay and the model
-    /// cannot disagree about which row is the head.
+    /// statement, and judges them with [`meaning::is_live_head`] (the
+    /// ground truth the model's `FencedOutWritesNothing` judges by), so the
+    /// replay and the model cannot disagree about which row is the head.
     pub(super) fn lease_is_live_head(
         &self,
         step: &TraceStep,
@@ -69,7 +68,7 @@ impl Replay<'_> {
         if near_expiry([head.expires_at_ns], now, now) {
             return Ok(None);
         }
-        Ok(Some(meaning::lease_fence(&log, id, now, 0)))
+        Ok(Some(meaning::is_live_head(&log, id, now)))
     }
 
     pub(super) fn evaluate(&mut self, step: &TraceStep) -> Result<(), ReplayError> {
