@@ -710,9 +710,13 @@ impl Model for PublicationModel {
     fn init_states(&self) -> Vec<State> {
         let mut db = Db::default();
         if self.cfg.foreign_writes > 0 {
-            // The foreign writer's descriptor row: inert until a manifest
-            // row paired with a watermark row admits its pack.
-            db.descriptors.insert((foreign_pack(), 0));
+            // The foreign writer's descriptor row, at the version its one
+            // manifest or watermark row names: inert until a manifest row
+            // paired with a watermark row admits its pack. (At version 0,
+            // never published, a pinned read would never resolve it, and a
+            // pack admitted by membership would show in the model's snapshot
+            // but never in what the real read returns.)
+            db.descriptors.insert((foreign_pack(), 1));
         }
         let mut s = State {
             now: 0,

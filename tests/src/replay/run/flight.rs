@@ -1,8 +1,10 @@
 //! Conditional INSERTs: run whole at their first `EvaluateGuard`, their
 //! rows compared at `LandRows`, and what a kill at the cap leaves behind.
 
-use capcat_proto::fragments::SERVER_NOW_NS;
 use capcat_proto::fragments::meaning::{self, LeaseRow};
+use capcat_proto::fragments::{
+    LEASE_EXPIRES_PARAM, LEASE_ID_PARAM, LEASE_TERM_PARAM, SERVER_NOW_NS,
+};
 
 use super::*;
 
@@ -71,6 +73,47 @@ impl Replay<'_> {
         Ok(Some(meaning::is_live_head(&log, id, now)))
     }
 
+    /// `stmt` with the expiry its fence names translated to the engine's
+    /// clock. The model stamps expiries in ticks from its origin, the
+    /// engine in real nanoseconds, so the row the model's statement names
+    /// (`lease_term`, `lease_id`, `lease_expires_ns`) is found among the
+    /// engine's rows of that term and lease whose expiry maps to the same
+    /// tick, and the parameter carries its real expiry. Where no such row
+    /// stands the model's value stays, which names no row on the engine
+    /// either: the fence refuses on both.
+    pub(super) fn on_engine_clock(
+        &self,
+        step: &TraceStep,
+        stmt: &TraceStatement,
+    ) -> Result<TraceStatement, ReplayError> {
+        let (Some(term), Some(id), Some(model_expiry)) = (
+            stmt.param(LEASE_TERM_PARAM),
+            stmt.param(LEASE_ID_PARAM),
+            stmt.param(LEASE_EXPIRES_PARAM)
+                .and_then(|v| v.parse::<u64>().ok()),
+        ) else {
+            return Ok(stmt.clone());
+        };
+        let lease = self.db.real_name("publisher_lease");
+        let sql = format!("SELECT term, lease_id, expires_at_ns FROM {lease}");
+        let rows = self
+            .db
+            .run_sql(&sql)
+            .map_err(|e| self.engine_error(step, &sql, e))?;
+        let real = rows.iter().find_map(|row| match row.as_slice() {
+            [t, l, e] if t == term && l == id => e
+                .parse::<u64>()
+                .ok()
+                .filter(|real| self.clock.to_model_ns(*real) == Some(model_expiry)),
+            _ => None,
+        });
+        let mut out = stmt.clone();
+        if let (Some(real), Some(param)) = (real, out.params.get_mut(LEASE_EXPIRES_PARAM)) {
+            param.1 = real.to_string();
+        }
+        Ok(out)
+    }
+
     pub(super) fn evaluate(&mut self, step: &TraceStep) -> Result<(), ReplayError> {
         let Some(stmt) = step.statement.clone() else {
             return Err(ReplayError::Malformed {
@@ -126,9 +169,10 @@ impl Replay<'_> {
             Some(id) => self.lease_is_live_head(step, id)?,
             None => Some(true),
         };
+        let on_engine = self.on_engine_clock(step, &stmt)?;
         let sent = wall_ns();
         self.db
-            .run_trace(&stmt, &sql)
+            .run_trace(&on_engine, &sql)
             .map_err(|e| self.engine_error(step, &sql, e))?;
         let returned = wall_ns();
         let boundary = self.flights[k].conditional

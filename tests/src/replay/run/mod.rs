@@ -510,10 +510,11 @@ impl Replay<'_> {
     ) -> Result<Option<String>, ReplayError> {
         let sql = self.sql_of(stmt);
         let in_window = self.in_window(&sql);
+        let on_engine = self.on_engine_clock(step, stmt)?;
         let sent = wall_ns();
         let rows = self
             .db
-            .run_trace(stmt, &sql)
+            .run_trace(&on_engine, &sql)
             .map_err(|e| self.engine_error(step, &sql, e))?;
         let returned = wall_ns();
         if let Some(columns) = &stmt.columns {
