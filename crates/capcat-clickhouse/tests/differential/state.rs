@@ -181,26 +181,35 @@ fn params() -> impl Strategy<Value = Params> {
 }
 
 impl State {
-    /// The rows a fence naming `lease` is evaluated with: every row of
-    /// `lease` in the state (one of them may be the head), and a row of it
-    /// that the state does not hold.
+    /// The rows a fence naming `lease` is evaluated with: the row of
+    /// `lease` highest in the lease order (the head when `lease` heads the
+    /// log), and its lowest row when that is another row (same lease id,
+    /// not the head: what the exact-row fence refuses and a fence on the
+    /// lease id alone admits). A lease with no row gets a row the state
+    /// does not hold. At most two, to keep the probe's cost near one
+    /// instance per lease.
     pub fn held_rows(&self, lease: Uuid) -> Vec<HeldRow> {
-        let mut rows: BTreeSet<HeldRow> = self
-            .lease
-            .iter()
-            .filter(|r| r.lease_id == lease)
-            .map(|r| HeldRow {
-                term: r.term,
-                lease_id: r.lease_id,
-                expires_at_ns: r.expires_at_ns,
-            })
+        let held = |r: &LeaseRow| HeldRow {
+            term: r.term,
+            lease_id: r.lease_id,
+            expires_at_ns: r.expires_at_ns,
+        };
+        let ordered = meaning::lease_ordered(self.lease.iter().filter(|r| r.lease_id == lease));
+        let mut rows: Vec<HeldRow> = ordered
+            .first()
+            .into_iter()
+            .chain(ordered.last())
+            .map(|r| held(r))
             .collect();
-        rows.insert(HeldRow {
-            term: TOP + 1,
-            lease_id: lease,
-            expires_at_ns: NOW_NS + 3_000_000_000,
-        });
-        rows.into_iter().collect()
+        rows.dedup();
+        if rows.is_empty() {
+            rows.push(HeldRow {
+                term: TOP + 1,
+                lease_id: lease,
+                expires_at_ns: NOW_NS + 3_000_000_000,
+            });
+        }
+        rows
     }
 
     /// The lease a write under `lease` is sent with: the row of `lease`
