@@ -167,6 +167,11 @@ pub struct Counters {
     /// Stalls that ended with another lease at the head: the stalled
     /// publisher's guarded INSERTs then ran against a taken-over lease.
     pub stalls_taken_over: AtomicU64,
+    /// Watermark INSERTs told `Timeout` at once and started on the engine
+    /// later (a late start).
+    pub late_starts: AtomicU64,
+    /// Publish attempts put off by the settle rule (`IndexError::Unsettled`).
+    pub unsettled: AtomicU64,
     /// Watermarks pinned by readers.
     pub pins: AtomicU64,
     /// Earlier watermarks re-read.
@@ -203,6 +208,8 @@ impl Counters {
             ("crashes", get(&self.crashes)),
             ("stalls", get(&self.stalls)),
             ("stalls_taken_over", get(&self.stalls_taken_over)),
+            ("late_starts", get(&self.late_starts)),
+            ("unsettled", get(&self.unsettled)),
             ("pins", get(&self.pins)),
             ("rereads", get(&self.rereads)),
             ("lookups", get(&self.lookups)),

@@ -7,6 +7,11 @@
 //! emitted them. It only chooses WHEN a statement is sent, which is what a
 //! slow network or a paused process would do.
 //!
+//! It also starts some watermark INSERTs late: the client hears `Timeout`
+//! at once and the unchanged statement reaches the engine later
+//! ([`StallPlan::late_start_per_mille`]), which is what the settle rule and
+//! the exact-row fence exist for.
+//!
 //! The one deliberate stall: after a publish attempt has renewed its lease,
 //! its first guarded INSERT may be held back until the lease head is
 //! another lease (a takeover), polling the head with capcat-proto's own
@@ -40,6 +45,13 @@ pub struct StallPlan {
     /// the manifest and watermark statements of different publishers
     /// interleave at different offsets.
     pub jitter_ms: u64,
+    /// Per mille of watermark INSERTs that START late: the client is told
+    /// `Timeout` at once (as a transport that gave up would), and the very
+    /// statement is handed to the engine later, unchanged, as a query
+    /// queued on the server or held up on the network would be.
+    pub late_start_per_mille: u64,
+    /// The longest a late start waits before the engine runs it.
+    pub max_late: Duration,
 }
 
 impl StallPlan {
@@ -49,6 +61,8 @@ impl StallPlan {
             takeover_per_mille: 0,
             max_stall: Duration::ZERO,
             jitter_ms: 0,
+            late_start_per_mille: 0,
+            max_late: Duration::ZERO,
         }
     }
 }
@@ -161,6 +175,43 @@ impl RecordingTransport {
     }
 }
 
+impl RecordingTransport {
+    /// Hands `stmt` to the engine after a random delay, recorded when it
+    /// really runs, with nobody waiting for it. Bounded by the plan's
+    /// `max_late`; a late statement still pending when the run stops runs
+    /// at once, so the final checks see every row it lands.
+    fn start_late(&self, stmt: &Statement, pass: Option<u64>) {
+        Counters::bump(&self.ledger.counters.late_starts);
+        let delay = Duration::from_millis(self.draw(|r| {
+            r.below(u64::try_from(self.plan.max_late.as_millis()).unwrap_or(u64::MAX) + 1)
+        }));
+        let (inner, ledger, stop) = (
+            self.inner.clone(),
+            Arc::clone(&self.ledger),
+            Arc::clone(&self.stop),
+        );
+        let (actor, stmt) = (self.actor.clone(), stmt.clone());
+        tokio::spawn(async move {
+            let step = Duration::from_millis(10);
+            let mut waited = Duration::ZERO;
+            while waited < delay && !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(step).await;
+                waited += step;
+            }
+            let index = ledger.begin(&actor, pass, stmt.name, &stmt.params);
+            let result = inner.execute(&stmt).await;
+            ledger.finish(index, result.is_ok());
+            tracing::debug!(
+                actor,
+                statement = stmt.name,
+                ?waited,
+                ok = result.is_ok(),
+                "late start ran"
+            );
+        });
+    }
+}
+
 impl Transport for RecordingTransport {
     fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
         Box::pin(async move {
@@ -169,6 +220,12 @@ impl Transport for RecordingTransport {
                 NO_PASS => None,
                 p => Some(p),
             };
+            if stmt.name == "publish.insert_watermark"
+                && self.draw(|r| r.chance(self.plan.late_start_per_mille))
+            {
+                self.start_late(stmt, pass);
+                return Err(Failure::Timeout);
+            }
             let index = self
                 .ledger
                 .begin(&self.actor, pass, stmt.name, &stmt.params);

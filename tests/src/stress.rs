@@ -215,6 +215,22 @@ fn classify(result: Result<IndexReport, CatalogError>, c: &Counters) -> (PassOut
                 .fetch_add(u64::from(attempts), Ordering::Relaxed);
             (PassOutcome::Exhausted, false)
         }
+        // The settle rule put the attempt off: nothing was written; the
+        // holder keeps its lease and a later pass publishes.
+        Err(CatalogError::Index(IndexError::Unsettled { .. })) => {
+            Counters::bump(&c.unsettled);
+            (PassOutcome::Failed("unsettled".to_owned()), true)
+        }
+        // A guarded statement whose effect is unknown (a late start): the
+        // holder keeps its lease, as the storage service does, so its next
+        // pass meets the settle rule.
+        Err(CatalogError::Index(IndexError::Publish(PublishError::Statement {
+            ref failure,
+            ..
+        }))) if failure.leaves_statement_running() => {
+            Counters::bump(&c.failed);
+            (PassOutcome::Failed(format!("abandoned: {failure}")), true)
+        }
         Err(other) => {
             Counters::bump(&c.failed);
             tracing::warn!(error = %other, "index pass failed");

@@ -67,6 +67,11 @@ fn options(seed: u64) -> StressOptions {
             takeover_per_mille: 250,
             max_stall: Duration::from_secs(5),
             jitter_ms: 5,
+            // One watermark in eight starts late, up to 2.5 s after the
+            // client was told it timed out: past the 1.25 s fence margin
+            // the driver waits out, and across a 2-3 s lease.
+            late_start_per_mille: 125,
+            max_late: Duration::from_millis(2_500),
         },
         release_per_mille: 100,
         crash_every_ms: Some((6_000, 12_000)),
@@ -108,6 +113,7 @@ async fn publishers_racing_for_the_lease_break_no_property_on_the_real_engine() 
             "stalls_taken_over",
         ),
         ("no pass was fenced out", "lease_lost"),
+        ("no watermark started late", "late_starts"),
         ("no reader pinned a watermark", "pins"),
         ("no earlier watermark was re-read", "rereads"),
         ("no reader lookup ran", "lookups"),
