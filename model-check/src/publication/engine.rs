@@ -583,20 +583,10 @@ mod tests {
     use capcat_proto::{Config, Tables};
 
     use super::*;
+    use crate::publication::test_lease;
 
     fn tables() -> Tables {
         Tables::new("m").expect("valid prefix")
-    }
-
-    /// The lease every test statement is fenced under.
-    fn test_lease() -> capcat_proto::Lease {
-        capcat_proto::Lease {
-            lease_id: Uuid::from_u128(2),
-            holder: "p".to_owned(),
-            term: 1,
-            expires_at_ns: 2_000_000_000,
-            unsettled_until_ns: 0,
-        }
     }
 
     fn watermark(variant: Variant) -> Statement {

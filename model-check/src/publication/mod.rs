@@ -17,3 +17,15 @@ pub use config::ModelConfig;
 pub use design::Design;
 pub use model::{BuildError, PublicationModel};
 pub use state::State;
+
+/// The lease the unit tests' statements are fenced under.
+#[cfg(test)]
+pub(crate) fn test_lease() -> capcat_proto::Lease {
+    capcat_proto::Lease {
+        lease_id: uuid::Uuid::from_u128(2),
+        holder: "p".to_owned(),
+        term: 1,
+        expires_at_ns: 2_000_000_000,
+        unsettled_until_ns: 0,
+    }
+}
