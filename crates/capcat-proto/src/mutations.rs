@@ -28,49 +28,48 @@ pub fn without_lease_fence(stmt: &Statement, tables: &Tables) -> Statement {
     out
 }
 
+/// A fence on the head's lease id alone, asking its expiry to be beyond
+/// `now + {bound}` (the text both rejected lease-id fences share).
+fn head_lease_id_fence(tables: &Tables, bound: &str) -> String {
+    format!(
+        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
+         ORDER BY {LEASE_ORDER} LIMIT 1) \
+         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
+         AND expires_at_ns > {SERVER_NOW_NS}{bound}) = 1",
+        lease = tables.publisher_lease(),
+    )
+}
+
+/// `stmt` with the canonical fence replaced by `text`.
+fn with_fence(stmt: &Statement, tables: &Tables, text: &str) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt.sql.replace(&lease_fence(tables), text);
+    out
+}
+
 /// The fence on the lease id alone, with the margin (this project's fence
 /// before the exact-row fence): the head's lease id must be
 /// `{lease_id:UUID}` and outlive the margin, whichever of that lease's rows
 /// heads the log. The term and expiry parameters stay bound but unused.
 pub fn lease_id_fence_text(tables: &Tables) -> String {
-    format!(
-        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
-         ORDER BY {LEASE_ORDER} LIMIT 1) \
-         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
-         AND expires_at_ns > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}) = 1",
-        lease = tables.publisher_lease(),
-    )
+    head_lease_id_fence(tables, &format!(" + {{{FENCE_MARGIN_PARAM}:UInt64}}"))
 }
 
 /// `stmt` with the canonical fence replaced by [`lease_id_fence_text`].
 pub fn lease_id_fence(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&lease_fence(tables), &lease_id_fence_text(tables));
-    out
+    with_fence(stmt, tables, &lease_id_fence_text(tables))
 }
 
 /// The seed's fence: the head must be `{lease_id:UUID}` and live NOW, with
 /// no margin for the statement's own execution. The margin parameter stays
 /// bound but unused, so only the text differs.
 pub fn marginless_fence_text(tables: &Tables) -> String {
-    format!(
-        "(SELECT count() FROM (SELECT lease_id, expires_at_ns FROM {lease} \
-         ORDER BY {LEASE_ORDER} LIMIT 1) \
-         WHERE lease_id = {{{LEASE_ID_PARAM}:UUID}} \
-         AND expires_at_ns > {SERVER_NOW_NS}) = 1",
-        lease = tables.publisher_lease(),
-    )
+    head_lease_id_fence(tables, "")
 }
 
 /// `stmt` with the canonical fence replaced by [`marginless_fence_text`].
 pub fn marginless_fence(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&lease_fence(tables), &marginless_fence_text(tables));
-    out
+    with_fence(stmt, tables, &marginless_fence_text(tables))
 }
 
 /// The seed's claim read-back predicate: the claimed term only.

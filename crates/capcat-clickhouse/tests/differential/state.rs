@@ -183,11 +183,13 @@ fn params() -> impl Strategy<Value = Params> {
 impl State {
     /// The rows a fence naming `lease` is evaluated with: the row of
     /// `lease` highest in the lease order (the head when `lease` heads the
-    /// log), and its lowest row when that is another row (same lease id,
-    /// not the head: what the exact-row fence refuses and a fence on the
-    /// lease id alone admits). A lease with no row gets a row the state
-    /// does not hold. At most two, to keep the probe's cost near one
-    /// instance per lease.
+    /// log), the same row one term below and one term above (every key but
+    /// the term matches: an edit of the fence's `term =` shows there), and
+    /// its lowest row when that is another row (same lease id, not the
+    /// head: what the exact-row fence refuses and a fence on the lease id
+    /// alone admits). A lease with no row gets a row the state does not
+    /// hold. At most four, to keep the probe's cost near one instance per
+    /// lease.
     pub fn held_rows(&self, lease: Uuid) -> Vec<HeldRow> {
         let held = |r: &LeaseRow| HeldRow {
             term: r.term,
@@ -202,6 +204,14 @@ impl State {
             .map(|r| held(r))
             .collect();
         rows.dedup();
+        if let Some(top) = rows.first().copied() {
+            rows.extend(
+                [top.term.checked_sub(1), Some(top.term + 1)]
+                    .into_iter()
+                    .flatten()
+                    .map(|term| HeldRow { term, ..top }),
+            );
+        }
         if rows.is_empty() {
             rows.push(HeldRow {
                 term: TOP + 1,
