@@ -16,16 +16,36 @@
 (* Modelling choices, said plainly (see spec/README.md):                  *)
 (*  - A conditional INSERT ... SELECT is two steps: EvaluateGuard reads   *)
 (*    the WHERE clause, LandRows makes its rows visible later, and every  *)
-(*    other actor may act in between. A statement stays in flight until  *)
-(*    its execution cap (start + Cap), where KillAtCap may end it with    *)
-(*    nothing landed.                                                      *)
+(*    other actor may act in between.                                     *)
+(*  - Late start, always on: a guarded statement STARTS on the server     *)
+(*    (EvaluateGuard) at any time after its send (queued behind the       *)
+(*    server's concurrency limit, held up on the network), and its        *)
+(*    execution cap counts from its start, as ClickHouse counts           *)
+(*    max_execution_time. A started statement lands or is killed by       *)
+(*    start + Cap. One not started by send + Cap is given up by its       *)
+(*    client: KillAtCap tells the client Timeout and leaves the statement *)
+(*    pending with no client; it may still start, pass and land later.   *)
+(*    A client waits for the outcome of a statement that did start.       *)
 (*  - Unguarded single-row statements (claims, reads) are atomic steps.   *)
 (*  - The server clock is free: Tick may happen between any two steps,   *)
 (*    including between a renewal's claim and its read-back and before    *)
 (*    each guarded statement, so a client may stall for any time.         *)
-(*  - LEASE_FENCE asks for the head to outlive now plus the cap (the      *)
-(*    margin), so a statement that passes it lands before the lease       *)
-(*    expires; the claim read-back refuses while any other lease is live. *)
+(*  - LEASE_FENCE names the exact head row its client holds (term,        *)
+(*    lease_id, expires_at_ns of the last successful claim) and asks for *)
+(*    it to outlive now plus the cap (the margin): a statement sent under *)
+(*    row R passes only while R is the head and lands before R expires,   *)
+(*    whenever it starts. The claim read-back refuses while any other     *)
+(*    lease is live.                                                       *)
+(*  - Settle rule: a guarded statement told Timeout may still land until *)
+(*    the expiry of the row it named (`unsettled`); the holder sends no   *)
+(*    further guarded statement until a claim stamped after that time    *)
+(*    (its next renewal) proves the server clock has passed it, and never *)
+(*    releases while it is unsettled.                                      *)
+(*  - Passes: a pass that ended with a guarded statement told Timeout, or *)
+(*    Unsettled, is followed by another pass under the lease it holds     *)
+(*    (allocate, renew, publish) while the incarnation has passes left    *)
+(*    (MaxPasses), or the publisher stops (a shutdown, or the bound) and  *)
+(*    may then release.                                                    *)
 (*  - Descriptor rows are one row per (pack, version) allocated; chunking,*)
 (*    schema and jitter values are not modelled; a contested version is   *)
 (*    simply retried at a higher one.                                     *)
@@ -43,6 +63,8 @@ CONSTANTS
     MaxId,        \* highest fresh id (lease ids, claim ids, publish ids)
     MaxCrashes,   \* publisher crash/restart budget
     MaxForeign,   \* out-of-protocol rows (an operator, a second build)
+    MaxPasses,    \* index passes per publisher incarnation (a failed or
+                  \* unsettled pass may be followed by another one)
     Design        \* "Shipped" or the rejected design under test
 
 Designs == {"Shipped", "BarrierOnly", "PostWriteCheck", "TwoSubqueryFence",
@@ -50,13 +72,15 @@ Designs == {"Shipped", "BarrierOnly", "PostWriteCheck", "TwoSubqueryFence",
             "UnfencedRelease", "FreshLeaseIdOnReacquire", "NoExecutionCap",
             "CapAtLeastTtl", "InventoryBeforePublish",
             "ContestedTermTakenAtOnce", "MarginlessFence", "OwnTermReadBack",
-            "RowsAboveWatermark"}
+            "RowsAboveWatermark", "LeaseIdFence", "NoSettleAfterTimeout",
+            "UnpublishedRowsResolve"}
 
 ASSUME /\ Design \in Designs
        /\ Ttl \in Nat /\ Cap \in Nat /\ MaxTime \in Nat
        /\ 1 <= Cap /\ 2 * Cap < Ttl
        /\ MaxVersion \in Nat /\ MaxTerm \in Nat /\ MaxId \in Nat
        /\ MaxCrashes \in Nat /\ MaxForeign \in Nat
+       /\ MaxPasses \in Nat /\ MaxPasses >= 1
        /\ Publishers \cap Readers = {}
 
 VARIABLES
@@ -67,7 +91,8 @@ VARIABLES
     watermark,    \* {p}_index_watermark: [v, pid]
     inventory,    \* {p}_pack_inventory_raw: packs
     desc,         \* {p}_capture_raw, projected: [pack, v]
-    inflight,     \* guarded statements issued and not yet completed
+    inflight,     \* guarded statements sent and not yet landed or killed
+                  \* (with or without a client still waiting on them)
     pub,          \* each publisher's local state (lost on a crash)
     rd,           \* each reader's pinned snapshot
     nextId,       \* the next fresh id
@@ -97,6 +122,8 @@ Pcs == {"idle", "lease_claim", "lease_readback", "alloc_head", "alloc_claim",
         "alloc_readback", "early_inventory", "renew", "manifest",
         "manifest_wait", "watermark", "watermark_wait", "readback",
         "inventory", "done", "release_wait", "released", "exhausted"}
+\* "exhausted": stopped, at one of the model's bounds (versions, terms, ids,
+\* passes) or by a shutdown after a failed pass; it may still release.
 Modes == {"acquire", "renew"}
 
 Max(S) == IF S = {} THEN 0 ELSE CHOOSE x \in S : \A y \in S : y <= x
@@ -123,13 +150,22 @@ HeadLive == HasHead /\ Head.exp > now
 TermLive == \E r \in AtTerm(HeadTerm) : r.exp > now
 \* Ground truth: the head is this lease and has not expired.
 FenceTrue(lid) == HeadLive /\ Head.lid = lid
-\* capcat_proto's LEASE_FENCE: the head is this lease and outlives now plus
-\* the margin (the cap; the model's engine kills exactly at the cap). The
-\* rejected MarginlessFence asks only that it be live now.
+\* capcat_proto's LEASE_FENCE: the head is exactly the row the statement
+\* names (the term, lease_id and expires_at_ns of its client's last
+\* successful claim) and outlives now plus the margin (the cap; the model's
+\* engine kills exactly at the cap). Since the cap counts from the
+\* statement's start, which is this evaluation, a statement sent under row
+\* R lands before R expires, however late it starts. The rejected
+\* LeaseIdFence matches the lease_id alone, so every renewal of the holder
+\* (and any later claim row under its id) lets an abandoned statement pass;
+\* the rejected MarginlessFence asks only that the head be live now.
 Margin == CASE Design = "MarginlessFence" -> 0
           []   Design = "CapAtLeastTtl"   -> Ttl
           []   OTHER                      -> Cap
-FencePasses(lid) == HasHead /\ Head.lid = lid /\ Head.exp > now + Margin
+NamesHead(s) == IF Design = "LeaseIdFence" THEN Head.lid = s.lid
+                ELSE /\ Head.term = s.rterm /\ Head.lid = s.lid
+                     /\ Head.exp = s.rexp
+FencePasses(s) == HasHead /\ NamesHead(s) /\ Head.exp > now + Margin
 \* capcat_proto's VERSION_BARRIER: ifNull(max(index_version), 0) < V.
 MaxWatermark == Max({w.v : w \in watermark})
 BarrierTrue(v) == MaxWatermark < v
@@ -150,19 +186,41 @@ Members(W) == {m.pack : m \in {m2 \in manifest :
                    \E w \in watermark : w.v <= W /\ Pairs(m2, w)}}
 Visible(pack) == pack \in Members(MaxWatermark)
 \* What a pinned read at W returns: per member pack, the version of the
-\* descriptor row argMax resolves to, among rows at or below W (any row in
-\* the rejected RowsAboveWatermark).
-RowBound(v, W) == Design = "RowsAboveWatermark" \/ v <= W
+\* descriptor row argMax resolves to, among rows of a version PUBLISHED at
+\* or below W (capcat_proto's pinned_rows). The rejected RowsAboveWatermark
+\* admits any row; the rejected UnpublishedRowsResolve any row at or below
+\* W, published or not.
+RowBound(v, W) == CASE Design = "RowsAboveWatermark"     -> TRUE
+                  []   Design = "UnpublishedRowsResolve" -> v <= W
+                  []   OTHER -> v <= W /\ \E w \in watermark : w.v = v
 Resolved(W) == {[pack |-> k,
                  v |-> Max({d.v : d \in {e \in desc : e.pack = k /\ RowBound(e.v, W)}})] :
                 k \in Members(W)}
 
 Fresh(n) == nextId + n <= MaxId + 1
 
+\* exp: the expiry of the publisher's last successful claim (with lid and
+\* term, the row its guarded statements name). unsettled: a server time
+\* until which a guarded statement it was told Timeout on may still land,
+\* 0 when none may. passes: the index passes this incarnation started.
 LocalInit(p, inc) == [pc |-> IF p \in inventory THEN "done" ELSE "idle",
                       mode |-> "acquire",
                       lid |-> NoLid, term |-> 0, vseen |-> 0, cid |-> 0,
-                      v |-> 0, pid |-> 0, inc |-> inc, retry |-> FALSE]
+                      v |-> 0, pid |-> 0, inc |-> inc, retry |-> FALSE,
+                      exp |-> 0, unsettled |-> 0, passes |-> 1]
+
+\* Where a pass that ended with a failed guarded statement (a Timeout) or
+\* Unsettled goes: another pass under the lease it holds (allocate, renew,
+\* publish), while this incarnation has passes left, or the publisher
+\* stops (a shutdown, or the model's pass bound), from where it may release.
+AfterFailedPass(p) ==
+    IF pub[p].passes < MaxPasses THEN {"alloc_head", "exhausted"}
+    ELSE {"exhausted"}
+\* The settle rule: a guarded statement told Timeout may still land until
+\* the expiry of the row it named. The rejected NoSettleAfterTimeout never
+\* records it.
+Unsettle(p, s) == IF Design = "NoSettleAfterTimeout" THEN pub[p].unsettled
+                  ELSE Max({pub[p].unsettled, s.rexp})
 
 -----------------------------------------------------------------------------
 TypeOK ==
@@ -179,7 +237,9 @@ TypeOK ==
            /\ s.owner \in Publishers /\ s.inc \in 0..MaxCrashes
            /\ s.kind \in Kinds /\ s.phase \in {"issued", "half", "evaluated"}
            /\ s.v \in 0..MaxVersion /\ s.pid \in 0..MaxId
-           /\ s.lid \in Ids /\ s.start \in Times
+           /\ s.lid \in Ids /\ s.sent \in Times /\ s.start \in Times
+           /\ s.rterm \in 0..MaxTerm /\ s.rexp \in 0..(MaxTime + Ttl)
+           /\ s.attached \in BOOLEAN
            /\ s.pass \in BOOLEAN /\ s.lidOk \in BOOLEAN
            /\ s.fenceOk \in BOOLEAN /\ s.term \in 0..MaxTerm
     /\ \A p \in Publishers :
@@ -189,6 +249,9 @@ TypeOK ==
            /\ pub[p].cid \in 0..MaxId /\ pub[p].v \in 0..MaxVersion
            /\ pub[p].pid \in 0..MaxId /\ pub[p].inc \in 0..MaxCrashes
            /\ pub[p].retry \in BOOLEAN
+           /\ pub[p].exp \in 0..(MaxTime + Ttl)
+           /\ pub[p].unsettled \in 0..(MaxTime + Ttl)
+           /\ pub[p].passes \in 1..MaxPasses
     /\ rd \in [Readers -> [pinned : BOOLEAN, w : 0..MaxVersion,
                            members : SUBSET Packs, reread : SUBSET Packs,
                            rows : SUBSET [pack : Packs, v : 0..MaxVersion],
@@ -218,9 +281,14 @@ Init ==
 (* The server clock. Leases expire by it alone: no publisher's clock      *)
 (* decides whether a lease is live. Mirrors the simulated engine's clock  *)
 (* in model-check (no capcat-proto machine reads a clock).                *)
+\* A started statement holds the clock at start + cap until it lands or is
+\* killed; one not started holds it at send + cap until its client is told
+\* Timeout, and once given up it holds nothing (it may start whenever).
 Tick ==
     /\ now < MaxTime
-    /\ \A s \in inflight : now < s.start + EffCap
+    /\ \A s \in inflight :
+           IF s.phase = "issued" THEN s.attached => now < s.sent + EffCap
+           ELSE now < s.start + EffCap
     /\ now' = now + 1
     /\ UNCHANGED <<desc, claims, lease, manifest, watermark, inventory, inflight,
                    pub, rd, nextId, crashes, foreign, foreignWm, reports, owners,
@@ -305,9 +373,14 @@ ClaimLease(p) ==
                       fencedLanded, selfLockout>>
 
 (* Acquire or renew, step 3: read the claims at the term back; the sole   *)
-(* claimant holds the lease, anyone else abandons the term. After an      *)
-(* acquire the index pass allocates; after a renewal the publish attempt *)
-(* goes on to its manifest. Mirrors capcat_proto::lease.                  *)
+(* claimant holds the lease, anyone else abandons the term. The held row  *)
+(* is now this claim (its expiry is what the fence names). The claim was *)
+(* stamped by the server at expiry - Ttl: if that is past `unsettled`,    *)
+(* no statement told Timeout can land any more and the record is         *)
+(* cleared. After an acquire the index pass allocates; after a renewal    *)
+(* the publish attempt goes on to its manifest, or, still unsettled, ends *)
+(* without sending anything (Unsettled: the pass failed). Mirrors         *)
+(* capcat_proto::lease and capcat_proto::publish.                         *)
 ReadBackLease(p) ==
     LET l == pub[p]
         \* CLAIM_READ_BACK: rows at or above the term, and every live row of
@@ -319,18 +392,26 @@ ReadBackLease(p) ==
                                         /\ ~\E t \in lease : t.lid = r.lid /\ t.exp = 0}
         sole == /\ \E r \in seen : r.lid = l.lid
                 /\ \A r \in seen : r.lid = l.lid
+        exp == Max({r.exp : r \in {o \in lease : o.term = l.term /\ o.lid = l.lid}})
+        settled == l.unsettled = 0 \/ exp - Ttl > l.unsettled
+        held == [l EXCEPT !.retry = FALSE, !.exp = exp,
+                          !.unsettled = IF settled THEN 0 ELSE l.unsettled]
     IN /\ l.pc = "lease_readback"
-       /\ pub' = IF sole
-                 THEN [pub EXCEPT ![p].pc = IF l.mode = "renew" THEN "manifest"
-                                            ELSE "alloc_head",
-                                  ![p].retry = FALSE]
-                 \* A refused read-back keeps its lease id: an abandoned
-                 \* acquire claims again under it (its abandoned row is its
-                 \* own, never held against it), and a renewal refused by a
-                 \* rival's live row has not lost the lease (capcat_proto's
-                 \* publish ends with a renewal error, and the next attempt
-                 \* renews under the same id).
-                 ELSE [pub EXCEPT ![p].pc = "idle", ![p].retry = TRUE]
+       /\ IF sole
+             THEN \E next \in IF l.mode = "acquire" THEN {"alloc_head"}
+                               ELSE IF settled THEN {"manifest"}
+                               ELSE AfterFailedPass(p) :
+                     pub' = [pub EXCEPT ![p] = [held EXCEPT
+                                 !.pc = next,
+                                 !.passes = IF l.mode = "renew" /\ ~settled
+                                                /\ next = "alloc_head"
+                                            THEN @ + 1 ELSE @]]
+             \* A refused read-back keeps its lease id: an abandoned acquire
+             \* claims again under it (its abandoned row is its own, never
+             \* held against it), and a renewal refused by a rival's live row
+             \* has not lost the lease (capcat_proto's publish ends with a
+             \* renewal error, and the next attempt renews under the same id).
+             ELSE pub' = [pub EXCEPT ![p].pc = "idle", ![p].retry = TRUE]
        /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
@@ -382,9 +463,14 @@ ReadBackVersion(p) ==
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports,
                       fencedLanded, usurped, selfLockout>>
 
+\* A guarded statement as sent: it names the row its client holds (rterm,
+\* lid, rexp), has not started (phase "issued"; start is set when it
+\* starts) and its client waits on it (attached).
 Statement(p, kind, pid) ==
     [owner |-> p, inc |-> pub[p].inc, kind |-> kind, phase |-> "issued",
-     v |-> pub[p].v, pid |-> pid, lid |-> pub[p].lid, start |-> now,
+     v |-> pub[p].v, pid |-> pid, lid |-> pub[p].lid,
+     rterm |-> pub[p].term, rexp |-> pub[p].exp,
+     sent |-> now, start |-> now, attached |-> TRUE,
      pass |-> FALSE, lidOk |-> FALSE, fenceOk |-> FALSE, term |-> 0]
 
 (* Publish, step 1: issue the manifest INSERT ... SELECT (one row per    *)
@@ -413,15 +499,17 @@ IssueWatermark(p) ==
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
-(* The engine evaluates a statement's WHERE clause: the guards the        *)
-(* statement's SQL carries, read at this instant. The two-subquery fence  *)
-(* reads lease_id and expires_at_ns in two separate reads (two steps).    *)
+(* The engine starts a statement and evaluates its WHERE clause: the      *)
+(* guards the statement's SQL carries, read at this instant. A statement  *)
+(* may start at any time after its send, even after its client was told  *)
+(* Timeout; its cap counts from this start. The two-subquery fence reads  *)
+(* lease_id and expires_at_ns in two separate reads (two steps).          *)
 (* Mirrors the simulated engine in model-check, which finds the canonical *)
 (* fragments of capcat_proto's statements in their SQL text.              *)
 EvaluateGuard(s) ==
     LET barrier == ~HasBarrier(s.kind) \/ BarrierTrue(s.v)
         split == Design = "TwoSubqueryFence" /\ s.kind # "release"
-        first == [s EXCEPT !.phase = "half",
+        first == [s EXCEPT !.phase = "half", !.start = now,
                            !.lidOk = HasHead /\ Head.lid = s.lid,
                            !.fenceOk = FenceTrue(s.lid)]
         second == [s EXCEPT !.phase = "evaluated",
@@ -429,8 +517,9 @@ EvaluateGuard(s) ==
                                      /\ Head.exp > now + Margin,
                             !.fenceOk = s.fenceOk /\ FenceTrue(s.lid)]
         whole == [s EXCEPT !.phase = "evaluated",
+                           !.start = IF s.phase = "issued" THEN now ELSE s.start,
                            !.pass = barrier /\ (~HasFence(s.kind)
-                                                \/ FencePasses(s.lid))
+                                                \/ FencePasses(s))
                                     \* MANIFEST_COMPLETE on the watermark.
                                     /\ (s.kind # "watermark"
                                         \/ \E m \in manifest :
@@ -448,19 +537,31 @@ EvaluateGuard(s) ==
                       rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
-\* What the owner learns when its statement completes or is killed; a
-\* crashed incarnation learns nothing.
+\* What the owner learns when its statement completes or when it is told
+\* Timeout (killed); a crashed incarnation, or a client that already gave
+\* up on the statement, learns nothing. A Timeout leaves the statement's
+\* effect unknown: it may land until the expiry of the row it named, which
+\* the settle rule records in `unsettled`. A manifest or watermark told
+\* Timeout fails the pass (capcat_proto::publish ends with the statement
+\* error; the index pass fails); a release told Timeout keeps the lease.
 Complete(s, killed) ==
     LET p == s.owner
-        next == CASE s.kind = "manifest" /\ killed  -> "idle"
-                []   s.kind = "manifest" /\ ~killed -> "watermark"
-                []   s.kind = "watermark"          -> "readback"
-                []   s.kind = "release"            -> "released"
-    IN pub' = IF pub[p].inc = s.inc
-              THEN [pub EXCEPT ![p].pc = next,
-                               ![p].lid = IF s.kind = "release" /\ ~killed
-                                          THEN NoLid ELSE pub[p].lid]
-              ELSE pub
+        l == pub[p]
+        told == s.attached /\ l.inc = s.inc
+    IN IF ~told THEN pub' = pub
+       ELSE IF s.kind = "release"
+       THEN pub' = [pub EXCEPT ![p].pc = "released",
+                               ![p].lid = IF killed THEN l.lid ELSE NoLid,
+                               ![p].unsettled = IF killed THEN Unsettle(p, s)
+                                                ELSE l.unsettled]
+       ELSE IF killed
+       THEN \E next \in AfterFailedPass(p) :
+                pub' = [pub EXCEPT ![p].pc = next,
+                                   ![p].passes = IF next = "alloc_head"
+                                                 THEN @ + 1 ELSE @,
+                                   ![p].unsettled = Unsettle(p, s)]
+       ELSE pub' = [pub EXCEPT ![p].pc = IF s.kind = "manifest"
+                                         THEN "watermark" ELSE "readback"]
 
 (* The engine lands an evaluated statement's rows (none if its guard was *)
 (* false), possibly long after the evaluation. Mirrors the simulated      *)
@@ -485,12 +586,19 @@ LandRows(s) ==
     /\ UNCHANGED <<desc, now, claims, inventory, rd, nextId, crashes, foreign, foreignWm,
                    reports, owners, selfLockout>>
 
-(* The server kills a statement at its max_execution_time: nothing lands *)
-(* and the client sees a timeout. Mirrors the simulated engine.           *)
+(* The server kills a started statement at its max_execution_time       *)
+(* (start + cap): nothing lands and its client, if still waiting, sees a  *)
+(* timeout. A statement not started by send + cap is given up by its      *)
+(* client, which is told Timeout; the statement stays pending with no     *)
+(* client and may still start. Mirrors the simulated engine and the       *)
+(* driver's settle wait.                                                   *)
 KillAtCap(s) ==
     /\ s \in inflight
-    /\ now >= s.start + EffCap
-    /\ inflight' = inflight \ {s}
+    /\ IF s.phase = "issued"
+          THEN /\ s.attached /\ now >= s.sent + EffCap
+               /\ inflight' = (inflight \ {s}) \cup {[s EXCEPT !.attached = FALSE]}
+          ELSE /\ now >= s.start + EffCap
+               /\ inflight' = inflight \ {s}
     /\ Complete(s, TRUE)
     /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
@@ -542,13 +650,17 @@ WriteInventory(p) ==
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
-(* Orderly shutdown of a publisher whose work is done: the fenced        *)
-(* release writes a tombstone at head.term + 1 only if the head is still *)
-(* its own lease. The holder may be stale (its lease lapsed and another   *)
-(* took over). Mirrors capcat_proto::lease (release).                     *)
+(* Orderly shutdown of a publisher whose work is done, or that stopped:  *)
+(* the fenced release writes a tombstone at head.term + 1 only if the     *)
+(* head is still exactly its row. The holder may be stale (its lease      *)
+(* lapsed and another took over). Never sent while a statement told       *)
+(* Timeout may still land (unsettled): the lease is left to expire, as a  *)
+(* tombstone would let a successor take over at once. Mirrors             *)
+(* capcat_proto::lease (release) and its driver.                          *)
 IssueRelease(p) ==
-    /\ pub[p].pc = "done"
+    /\ pub[p].pc \in {"done", "exhausted"}
     /\ pub[p].lid # NoLid
+    /\ pub[p].unsettled = 0
     /\ inflight' = inflight \cup {Statement(p, "release", 0)}
     /\ pub' = [pub EXCEPT ![p].pc = "release_wait"]
     /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
@@ -696,10 +808,13 @@ VersionsUnique == \A a, b \in owners : a.v = b.v => a.cid = b.cid
 
 (* Liveness: a holder that keeps renewing eventually publishes: while it *)
 (* holds a live lease it either makes its pack visible, loses the lease, *)
-(* or runs out of the model's version bound.                              *)
+(* or stops: it runs out of the model's version, term, id or pass bounds, *)
+(* or shuts down after a failed pass (and then perhaps releases; a       *)
+(* release refused or told Timeout leaves the lease to expire, which the *)
+(* model's bounded clock may never reach).                                *)
 HoldsLive(p) == pub[p].lid # NoLid /\ FenceTrue(pub[p].lid)
+Stopped(p) == pub[p].pc \in {"exhausted", "release_wait", "released"}
 HolderEventuallyPublishes ==
     \A p \in Publishers :
-        HoldsLive(p) ~> (Visible(p) \/ ~HoldsLive(p)
-                         \/ pub[p].pc = "exhausted")
+        HoldsLive(p) ~> (Visible(p) \/ ~HoldsLive(p) \/ Stopped(p))
 =============================================================================
