@@ -167,6 +167,8 @@ pub struct Counters {
     /// Stalls that ended with another lease at the head: the stalled
     /// publisher's guarded INSERTs then ran against a taken-over lease.
     pub stalls_taken_over: AtomicU64,
+    /// Watermark INSERTs sent (by every publisher of the run).
+    pub watermarks: AtomicU64,
     /// Watermark INSERTs told `Timeout` at once and started on the engine
     /// later (a late start).
     pub late_starts: AtomicU64,

@@ -9,7 +9,7 @@
 //!
 //! It also starts some watermark INSERTs late: the client hears `Timeout`
 //! at once and the unchanged statement reaches the engine later
-//! ([`StallPlan::late_start_per_mille`]), which is what the settle rule and
+//! ([`StallPlan::late_start_every`]), which is what the settle rule and
 //! the exact-row fence exist for.
 //!
 //! The one deliberate stall: after a publish attempt has renewed its lease,
@@ -45,11 +45,13 @@ pub struct StallPlan {
     /// the manifest and watermark statements of different publishers
     /// interleave at different offsets.
     pub jitter_ms: u64,
-    /// Per mille of watermark INSERTs that START late: the client is told
-    /// `Timeout` at once (as a transport that gave up would), and the very
-    /// statement is handed to the engine later, unchanged, as a query
-    /// queued on the server or held up on the network would be.
-    pub late_start_per_mille: u64,
+    /// Every how many watermark INSERTs of the run (counted across every
+    /// publisher and incarnation; 0: never) one STARTS late: the client is
+    /// told `Timeout` at once (as a transport that gave up would), and the
+    /// very statement is handed to the engine later, unchanged, as a query
+    /// queued on the server or held up on the network would be. Counted,
+    /// not drawn, so a run with a few watermarks is sure to have one.
+    pub late_start_every: u64,
     /// The longest a late start waits before the engine runs it.
     pub max_late: Duration,
 }
@@ -61,7 +63,7 @@ impl StallPlan {
             takeover_per_mille: 0,
             max_stall: Duration::ZERO,
             jitter_ms: 0,
-            late_start_per_mille: 0,
+            late_start_every: 0,
             max_late: Duration::ZERO,
         }
     }
@@ -220,9 +222,23 @@ impl Transport for RecordingTransport {
                 NO_PASS => None,
                 p => Some(p),
             };
-            if stmt.name == "publish.insert_watermark"
-                && self.draw(|r| r.chance(self.plan.late_start_per_mille))
+            let nth = (stmt.name == "publish.insert_watermark").then(|| {
+                self.ledger
+                    .counters
+                    .watermarks
+                    .fetch_add(1, Ordering::Relaxed)
+            });
+            if let (Some(n), every @ 1..) = (nth, self.plan.late_start_every)
+                && n % every == every / 2
             {
+                // What the client saw: the statement failed. Recorded so,
+                // the checker does not judge the pass by an outcome that
+                // does not describe the row's fate (the late run is
+                // recorded on its own when it happens).
+                let index = self
+                    .ledger
+                    .begin(&self.actor, pass, stmt.name, &stmt.params);
+                self.ledger.finish(index, false);
                 self.start_late(stmt, pass);
                 return Err(Failure::Timeout);
             }
