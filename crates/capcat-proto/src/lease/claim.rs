@@ -213,15 +213,17 @@ impl LeaseClaim {
                 // evaluated: if that is past every abandoned statement's
                 // last moment, none of them can land any more.
                 let carried = self.held.as_ref().map_or(0, |l| l.unsettled_until_ns);
-                let stamped_at = expires_at_ns.saturating_sub(self.cfg.lease_ttl_ns());
-                let unsettled_until_ns = if stamped_at > carried { 0 } else { carried };
-                self.finish(Ok(Lease {
+                let mut lease = Lease {
                     lease_id,
                     holder: self.holder.clone(),
                     term,
                     expires_at_ns,
-                    unsettled_until_ns,
-                }));
+                    unsettled_until_ns: carried,
+                };
+                if lease.claimed_at_ns(self.cfg.lease_ttl_ns()) > carried {
+                    lease.unsettled_until_ns = 0;
+                }
+                self.finish(Ok(lease));
             }
             // Contested (or our row never landed): abandon the term and go
             // round again, from a fresh head read, with a wider jitter window.

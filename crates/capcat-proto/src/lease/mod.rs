@@ -68,6 +68,13 @@ impl Lease {
         }
     }
 
+    /// When the server stamped this lease's last claim (its expiry less the
+    /// TTL the claim asked for): everything the lease sends after that
+    /// claim is evaluated later still.
+    pub fn claimed_at_ns(&self, ttl_ns: u64) -> u64 {
+        self.expires_at_ns.saturating_sub(ttl_ns)
+    }
+
     /// Whether a guarded statement of this lease may still land.
     pub fn unsettled(&self) -> bool {
         self.unsettled_until_ns != 0

@@ -126,7 +126,7 @@ impl Publish {
     fn on_renewed(&mut self, outcome: Result<Lease, LeaseError>) {
         match outcome {
             Ok(lease) if lease.unsettled() => {
-                let stamped_at = lease.expires_at_ns.saturating_sub(self.cfg.lease_ttl_ns());
+                let stamped_at = lease.claimed_at_ns(self.cfg.lease_ttl_ns());
                 let until_ns = lease.unsettled_until_ns;
                 self.lease = lease;
                 self.finish(Ok(PublishOutcome::Unsettled {
