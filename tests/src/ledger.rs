@@ -174,6 +174,13 @@ pub struct Counters {
     pub late_starts: AtomicU64,
     /// Publish attempts put off by the settle rule (`IndexError::Unsettled`).
     pub unsettled: AtomicU64,
+    /// Publish attempts that sent a guarded INSERT (counted at the first).
+    pub attempts: AtomicU64,
+    /// Guarded INSERTs sent with less than the execution cap left on their
+    /// lease (`StallPlan::short_lease_every`).
+    pub short_lease_sends: AtomicU64,
+    /// Short-lease sends whose rows landed: never, with the shipped fence.
+    pub short_lease_landed: AtomicU64,
     /// Watermarks pinned by readers.
     pub pins: AtomicU64,
     /// Earlier watermarks re-read.
@@ -212,6 +219,9 @@ impl Counters {
             ("stalls_taken_over", get(&self.stalls_taken_over)),
             ("late_starts", get(&self.late_starts)),
             ("unsettled", get(&self.unsettled)),
+            ("attempts", get(&self.attempts)),
+            ("short_lease_sends", get(&self.short_lease_sends)),
+            ("short_lease_landed", get(&self.short_lease_landed)),
             ("pins", get(&self.pins)),
             ("rereads", get(&self.rereads)),
             ("lookups", get(&self.lookups)),

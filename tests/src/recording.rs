@@ -54,6 +54,28 @@ pub struct StallPlan {
     pub late_start_every: u64,
     /// The longest a late start waits before the engine runs it.
     pub max_late: Duration,
+    /// Every how many publish attempts of the run (0: never) one holds its
+    /// first guarded INSERT until LESS than the execution cap is left on
+    /// the lease row it names (a client descheduled after its renewal),
+    /// and then sends it. The exact-row fence asks for the cap plus the
+    /// slack to be left, so such a statement must land nothing; the seed's
+    /// marginless fence lets it pass while the lease is still live, and
+    /// its rows may then land after the lease has lapsed. Counted as
+    /// `short_lease_sends`; rows that landed anyway as
+    /// `short_lease_landed`.
+    pub short_lease_every: u64,
+    /// The fence text the guarded statements carry.
+    pub fence: FenceText,
+}
+
+/// The fence text a [`RecordingTransport`] sends in guarded INSERTs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceText {
+    /// The statements as capcat-proto builds them.
+    Shipped,
+    /// The rejected `MarginlessFence` (capcat-proto's
+    /// `mutations::marginless_fence`): the head must only be live now.
+    Marginless,
 }
 
 impl StallPlan {
@@ -65,6 +87,8 @@ impl StallPlan {
             jitter_ms: 0,
             late_start_every: 0,
             max_late: Duration::ZERO,
+            short_lease_every: 0,
+            fence: FenceText::Shipped,
         }
     }
 }
@@ -121,14 +145,15 @@ impl RecordingTransport {
         f(&mut self.rng.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Holds a guarded INSERT back per the plan.
-    async fn before(&self, stmt: &Statement) {
+    /// Holds a guarded INSERT back per the plan; true when it was held
+    /// until less than the cap was left on its lease.
+    async fn before(&self, stmt: &Statement) -> bool {
         let guarded = matches!(
             stmt.name,
             "publish.insert_manifest" | "publish.insert_watermark"
         );
         if !guarded {
-            return;
+            return false;
         }
         let pause = self.draw(|r| r.below(self.plan.jitter_ms + 1));
         if pause > 0 {
@@ -137,7 +162,7 @@ impl RecordingTransport {
         let (Some(Param::Uuid(publish_id)), Some(Param::Uuid(lease_id))) =
             (stmt.params.get("publish_id"), stmt.params.get("lease_id"))
         else {
-            return;
+            return false;
         };
         // Decide once per attempt, at its first guarded statement.
         let first = self
@@ -145,8 +170,80 @@ impl RecordingTransport {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(*publish_id);
-        if first && self.draw(|r| r.chance(self.plan.takeover_per_mille)) {
+        if !first {
+            return false;
+        }
+        let attempt = self
+            .ledger
+            .counters
+            .attempts
+            .fetch_add(1, Ordering::Relaxed);
+        if let every @ 1.. = self.plan.short_lease_every
+            && attempt % every == every / 2
+            && let Some(Param::UInt64(expires_ns)) = stmt.params.get("lease_expires_ns")
+        {
+            self.stall_until_short(*expires_ns).await;
+            return true;
+        }
+        if self.draw(|r| r.chance(self.plan.takeover_per_mille)) {
             self.stall_until_takeover(*lease_id).await;
+        }
+        false
+    }
+
+    /// Waits until less than the execution cap (and more than nothing) is
+    /// left on the lease row expiring at `expires_ns` (server nanoseconds;
+    /// the embedded engine's clock is the host's): between a tenth and
+    /// nine tenths of the cap, drawn. Bounded by the lease's own life.
+    async fn stall_until_short(&self, expires_ns: u64) {
+        Counters::bump(&self.ledger.counters.short_lease_sends);
+        let cap_ns = 1_000_000_000;
+        let left_ns = self.draw(|r| cap_ns / 10 + r.below(cap_ns * 8 / 10));
+        let until = expires_ns.saturating_sub(left_ns);
+        let wait = until.saturating_sub(crate::ledger::now_ns());
+        if wait > 0 && !self.stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_nanos(wait)).await;
+        }
+    }
+
+    /// After a short-lease send: whether its rows landed (counted as
+    /// `short_lease_landed`). Read at once, with the statement's own keys.
+    async fn count_short_lease_landing(&self, stmt: &Statement) {
+        let (Some(Param::UInt64(v)), Some(Param::Uuid(id))) = (
+            stmt.params.get("index_version"),
+            stmt.params.get("publish_id"),
+        ) else {
+            return;
+        };
+        let table = if stmt.name == "publish.insert_watermark" {
+            self.tables.index_watermark()
+        } else {
+            self.tables.snapshot_manifest()
+        };
+        let probe = Statement {
+            name: "test.short_lease_rows",
+            sql: format!(
+                "SELECT toUInt64(count()) AS n FROM {table} \
+                 WHERE index_version = {v} AND publish_id = toUUID('{id}')"
+            ),
+            params: std::collections::BTreeMap::new(),
+            settings: capcat_proto::statement::Settings::default(),
+            expect: capcat_proto::statement::Expect::Rows(vec![capcat_proto::statement::Column {
+                name: "n",
+                ty: capcat_proto::statement::ColumnType::UInt64,
+            }]),
+        };
+        if let Ok(Rows(rows)) = self.inner.execute(&probe).await
+            && rows
+                .first()
+                .is_some_and(|row| matches!(row.first(), Some(Value::UInt64(n)) if *n > 0))
+        {
+            Counters::bump(&self.ledger.counters.short_lease_landed);
+            tracing::warn!(
+                actor = self.actor,
+                statement = stmt.name,
+                "a short-lease send landed rows"
+            );
         }
     }
 
@@ -217,7 +314,15 @@ impl RecordingTransport {
 impl Transport for RecordingTransport {
     fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
         Box::pin(async move {
-            self.before(stmt).await;
+            let rewritten;
+            let stmt = match self.plan.fence {
+                FenceText::Shipped => stmt,
+                FenceText::Marginless => {
+                    rewritten = capcat_proto::mutations::marginless_fence(stmt, &self.tables);
+                    &rewritten
+                }
+            };
+            let short = self.before(stmt).await;
             let pass = match self.pass.load(Ordering::Relaxed) {
                 NO_PASS => None,
                 p => Some(p),
@@ -247,6 +352,9 @@ impl Transport for RecordingTransport {
                 .begin(&self.actor, pass, stmt.name, &stmt.params);
             let result = self.inner.execute(stmt).await;
             self.ledger.finish(index, result.is_ok());
+            if short && result.is_ok() {
+                self.count_short_lease_landing(stmt).await;
+            }
             result
         })
     }

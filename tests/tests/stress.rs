@@ -15,7 +15,7 @@ use capcat_proto::config::Variant;
 use capcat_proto::{Config, Tables};
 use capcat_tests::engine::engine_or_skip;
 use capcat_tests::properties::{FENCED_OUT_WRITES_NOTHING, INVENTORY_ONLY_AFTER_PUBLISH};
-use capcat_tests::recording::StallPlan;
+use capcat_tests::recording::{FenceText, StallPlan};
 use capcat_tests::stress::{StressOptions, StressReport, run_stress};
 use uuid::Uuid;
 
@@ -74,6 +74,11 @@ fn options(seed: u64) -> StressOptions {
             // has one (a drawn 1 in 8 gave none in one CI run of 23 passes).
             late_start_every: 6,
             max_late: Duration::from_millis(2_500),
+            // One publish attempt in seven (the 4th, 11th, ...) sends its
+            // first guarded INSERT with less than the 1 s cap left on its
+            // lease: the margin fence must refuse every one of them.
+            short_lease_every: 7,
+            fence: FenceText::Shipped,
         },
         release_per_mille: 100,
         crash_every_ms: Some((6_000, 12_000)),
@@ -116,6 +121,10 @@ async fn publishers_racing_for_the_lease_break_no_property_on_the_real_engine() 
         ),
         ("no pass was fenced out", "lease_lost"),
         ("no watermark started late", "late_starts"),
+        (
+            "no guarded INSERT was sent with less than the cap left",
+            "short_lease_sends",
+        ),
         ("no reader pinned a watermark", "pins"),
         ("no earlier watermark was re-read", "rereads"),
         ("no reader lookup ran", "lookups"),
@@ -125,6 +134,12 @@ async fn publishers_racing_for_the_lease_break_no_property_on_the_real_engine() 
             "CAPCAT_STRESS_SEED={seed:#x}: {what}:\n{report}"
         );
     }
+    assert_eq!(
+        c.get("short_lease_landed").copied(),
+        Some(0),
+        "CAPCAT_STRESS_SEED={seed:#x}: a guarded INSERT sent with less than the cap left on \
+         its lease landed rows:\n{report}"
+    );
     assert!(
         report.verdicts.fenced_out > 0,
         "CAPCAT_STRESS_SEED={seed:#x}: no guarded INSERT was proven fenced out, so \
@@ -193,5 +208,44 @@ async fn the_inventory_before_publish_design_is_caught() {
             .iter()
             .any(|v| v.property == INVENTORY_ONLY_AFTER_PUBLISH),
         "CAPCAT_STRESS_SEED={seed:#x}: inventory-before-publish went uncaught:\n{report}"
+    );
+}
+
+/// The seed's marginless fence (the head must only be live now) on the
+/// same harness, every third attempt sending with less than the cap left on
+/// its lease: the fence passes and the rows land although the statement
+/// may run until after the lease lapses. The shipped run above sends the
+/// same statements and lands none; this is the proof that its check can
+/// fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_marginless_fence_lands_rows_sent_with_less_than_the_cap_left() {
+    let test = "stress_marginless";
+    let Some(engine) = engine_or_skip(test, &data_dir()) else {
+        return;
+    };
+    let seed = env_u64("CAPCAT_STRESS_SEED").unwrap_or(DEFAULT_SEED);
+    let opts = StressOptions {
+        rounds: 12,
+        time_budget: Duration::from_secs(20),
+        publishers: vec![lease(3)],
+        readers: 1,
+        stall: StallPlan {
+            short_lease_every: 3,
+            fence: FenceText::Marginless,
+            ..StallPlan::none()
+        },
+        release_per_mille: 0,
+        crash_every_ms: None,
+        ..options(seed)
+    };
+    let report = report_or_panic(seed, run_stress(engine, tables(test), opts).await);
+    let c = &report.counters;
+    assert!(
+        c.get("short_lease_sends").copied().unwrap_or(0) > 0,
+        "CAPCAT_STRESS_SEED={seed:#x}: no short-lease send:\n{report}"
+    );
+    assert!(
+        c.get("short_lease_landed").copied().unwrap_or(0) > 0,
+        "CAPCAT_STRESS_SEED={seed:#x}: the marginless fence refused every short-lease send:\n{report}"
     );
 }
