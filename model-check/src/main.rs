@@ -5,6 +5,7 @@
 //! capcat-model-check check Publication [--variant NAME] [--publishers N] [--ticks N]
 //!     [--crashes N] [--crash-mid-statement] [--no-late-start] [--passes N] [--release]
 //!     [--reacquire] [--foreign N] [--no-reader] [--ttl N] [--cap N] [--attempts C,A,P] [--liveness]
+//!     [--late-claims] [--packs N] [--rounds N]
 //!     [--threads N] [--stop-at-first] [--strip-fence] [--dfs]
 //! capcat-model-check check DemandFold [--variant NAME] [--redeliveries N]
 //! capcat-model-check explore <model> [options] [--port N]
@@ -29,8 +30,11 @@ const USAGE: &str = "usage: capcat-model-check list | check <model> [options] | 
 models: Publication, DemandFold
 options (Publication): --variant NAME --publishers N --ticks N --crashes N --crash-mid-statement
   --no-late-start (an assumption: statements start when sent) --passes N --release --reacquire --foreign N --no-reader --ttl N --cap N --attempts C,A,P
+  --late-claims (claims stamped and landed later, possibly after their client gave up)
+  --packs N (packs per pass, one manifest chunk each) --rounds N (lease acquisitions per incarnation)
   --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
   statements rebuilt without the fence text through capcat-proto's hook)
+  --strip-manifest-check (the watermark sent without MANIFEST_COMPLETE)
 options (DemandFold): --variant NAME --redeliveries N";
 
 /// A usage error, printed with the usage text.
@@ -78,6 +82,9 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
             "--no-late-start" => cfg.late_start = false,
             "--passes" => cfg.passes = number(&flag, it.next())?,
             "--release" => cfg.release = true,
+            "--late-claims" => cfg.late_claims = true,
+            "--rounds" => cfg.acquire_rounds = number(&flag, it.next())?,
+            "--packs" => cfg.packs_per_pass = number(&flag, it.next())?,
             "--reacquire" => cfg.reacquire = true,
             "--foreign" => cfg.foreign_writes = number(&flag, it.next())?,
             "--no-reader" => cfg.reader = false,
@@ -93,6 +100,7 @@ fn parse(model: &str, rest: Vec<String>) -> Result<Args, Usage> {
             }
             "--liveness" => liveness = true,
             "--strip-fence" => cfg.strip_fence = true,
+            "--strip-manifest-check" => cfg.strip_manifest_check = true,
             "--threads" => args.run.threads = number(&flag, it.next())?,
             "--stop-at-first" => args.run.stop_at_first = true,
             "--dfs" => args.run.depth_first = true,

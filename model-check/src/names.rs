@@ -64,9 +64,11 @@ pub mod publication {
     /// Publish: issue the watermark `INSERT ... SELECT` with the same
     /// publish_id and guard. Mirrors `capcat_proto::publish`.
     pub const ISSUE_WATERMARK: &str = "IssueWatermark";
-    /// The engine reads an in-flight statement's WHERE clause (the guards
-    /// found in its SQL text). The two-subquery fence reads in two steps.
-    /// Environment: the simulated engine over `capcat_proto`'s statements.
+    /// The engine starts an in-flight statement and evaluates its SELECT:
+    /// its WHERE clause (the guards found in its SQL text) and, for a late
+    /// claim, the server-clock stamp of its row. The two-subquery fence
+    /// reads in two steps. Environment: the simulated engine over
+    /// `capcat_proto`'s statements.
     pub const EVALUATE_GUARD: &str = "EvaluateGuard";
     /// The engine lands an evaluated statement's rows (none if its guard
     /// was false), possibly after other actors moved. Environment.
@@ -74,6 +76,11 @@ pub mod publication {
     /// The engine kills a statement at its `max_execution_time`: nothing
     /// lands and the client sees a timeout. Environment.
     pub const KILL_AT_CAP: &str = "KillAtCap";
+    /// A client stops waiting for its in-flight claim (a transport timeout,
+    /// a dropped connection) and is told it failed; the claim may still be
+    /// stamped by the server clock and land, with no client. Environment
+    /// (the driver); the claim machines read back either way.
+    pub const ABANDON_STATEMENT: &str = "AbandonStatement";
     /// Publish: read back the watermark rows at V and classify the attempt
     /// as Won, Conflict, LostRace or LeaseLost. Mirrors
     /// `capcat_proto::publish`.
@@ -117,6 +124,7 @@ pub mod publication {
         EVALUATE_GUARD,
         LAND_ROWS,
         KILL_AT_CAP,
+        ABANDON_STATEMENT,
         PIN_WATERMARK,
         RE_READ_SNAPSHOT,
         FOREIGN_INSERT,

@@ -22,6 +22,7 @@ fn the_model_takes_every_shared_action_and_no_other() {
         release: true,
         foreign_writes: 1,
         crash_mid_statement: true,
+        late_claims: true,
         ..ModelConfig::ci(Design::Shipped)
     };
     let model = PublicationModel::new(cfg).expect("valid configuration");

@@ -122,6 +122,60 @@ fn shipped_design_holds_with_late_starts_inside_a_long_lease() {
     assert_holds(ModelConfig::with_long_lease(Design::Shipped), 673_419);
 }
 
+/// Claims (lease and version) stamped by the server when it starts them,
+/// landing later, and landing after their client was told they failed,
+/// with holders re-acquiring: a late renewal lands above or beside the row
+/// its holder's fence names.
+#[test]
+fn shipped_design_holds_with_claims_that_land_late_or_after_their_client_gave_up() {
+    assert_holds(ModelConfig::with_late_claims(Design::Shipped), 339_660);
+}
+
+/// Two manifest chunks per publish attempt, passes that run again and the
+/// crash.
+#[test]
+fn shipped_design_holds_with_two_manifest_chunks_per_publish() {
+    assert_holds(ModelConfig::with_two_chunks(Design::Shipped), 799_234);
+}
+
+/// `MANIFEST_COMPLETE` is implied by the exact-row fence: along one
+/// client's statements the fence is monotone (the head only rises in the
+/// lease order and the clock only advances, so once it refuses a chunk it
+/// refuses the watermark too), and the design without it holds with two
+/// chunks. It stays in the watermark as a check the server makes instead
+/// of an argument (docs/model-checking.md). This test pins that finding:
+/// it turns red if a schedule is found in which the guard is what keeps
+/// a property.
+#[test]
+fn the_manifest_check_is_implied_by_the_exact_row_fence_with_two_chunks() {
+    let cfg = ModelConfig {
+        strip_manifest_check: true,
+        crashes: 0,
+        ..ModelConfig::with_two_chunks(Design::Shipped)
+    };
+    // The switch really takes the guard out of what the model sends.
+    let model = PublicationModel::new(cfg.clone()).expect("valid configuration");
+    let lease = capcat_proto::Lease {
+        lease_id: uuid::Uuid::from_u128(1),
+        term: 1,
+        holder: "p0".to_owned(),
+        expires_at_ns: 2_000_000_000,
+        unsettled_until_ns: 0,
+    };
+    let watermark = capcat_proto::publish::sql::insert_watermark(
+        model.tables(),
+        model.proto(),
+        1,
+        uuid::Uuid::from_u128(2),
+        &lease,
+        2,
+    );
+    let complete = capcat_proto::fragments::manifest_complete(model.tables());
+    assert!(watermark.sql.contains(&complete));
+    assert!(!model.as_sent(watermark).sql.contains(&complete));
+    assert_holds(cfg, 106_296);
+}
+
 #[test]
 fn shipped_design_holds_liveness_a_holder_that_keeps_renewing_publishes() {
     assert_holds(ModelConfig::liveness(Design::Shipped), 340);

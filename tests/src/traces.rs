@@ -495,6 +495,13 @@ fn step_json(
             before.flights.get(*flight).map(|f| f.stmt.clone()),
             Json::Null,
         ),
+        Action::Abandon {
+            flight, publisher, ..
+        } => (
+            format!("p{publisher}"),
+            before.flights.get(*flight).map(|f| f.stmt.clone()),
+            json!({ "told": "the claim failed; it stays in flight with no client" }),
+        ),
         Action::PinWatermark | Action::ReReadSnapshot => (
             "reader".to_owned(),
             None,

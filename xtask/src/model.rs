@@ -14,7 +14,7 @@ use std::process::Command;
 use crate::{Result, cache};
 
 /// The deep configurations: (what it is, the checker's arguments).
-const DEEP: [(&str, &[&str]); 8] = [
+const DEEP: [(&str, &[&str]); 11] = [
     (
         "claim retries beside the reader, 3 ticks",
         &[
@@ -59,6 +59,27 @@ const DEEP: [(&str, &[&str]); 8] = [
             "--release",
             "--dfs",
         ],
+    ),
+    (
+        "late claims with claim retries, 2 ticks",
+        &[
+            "--late-claims",
+            "--attempts",
+            "2,1,1",
+            "--crashes",
+            "0",
+            "--ticks",
+            "2",
+            "--dfs",
+        ],
+    ),
+    (
+        "late claims with a crash, 2 ticks",
+        &["--late-claims", "--ticks", "2", "--dfs"],
+    ),
+    (
+        "two manifest chunks, passes and a crash, 3 ticks",
+        &["--packs", "2", "--passes", "2", "--ticks", "3", "--dfs"],
     ),
     (
         "three publishers, 2 ticks",

@@ -48,6 +48,16 @@ pub enum Action {
         /// Its client.
         publisher: u8,
     },
+    /// The client of in-flight claim `flight` stops waiting for it and is
+    /// told it failed; the claim may still be stamped and land.
+    Abandon {
+        /// Index into the flights.
+        flight: usize,
+        /// Its statement.
+        statement: &'static str,
+        /// Its client.
+        publisher: u8,
+    },
     /// The reader pins W.
     PinWatermark,
     /// The reader re-reads its pinned snapshot.
@@ -78,6 +88,7 @@ impl Action {
             Action::Evaluate { .. } => n::EVALUATE_GUARD,
             Action::Land { .. } => n::LAND_ROWS,
             Action::Kill { .. } => n::KILL_AT_CAP,
+            Action::Abandon { .. } => n::ABANDON_STATEMENT,
             Action::PinWatermark => n::PIN_WATERMARK,
             Action::ReReadSnapshot => n::RE_READ_SNAPSHOT,
             Action::CrashRestart { .. } => n::CRASH_RESTART,
@@ -114,6 +125,11 @@ impl std::fmt::Display for Action {
                 ..
             }
             | Action::Kill {
+                statement,
+                publisher,
+                ..
+            }
+            | Action::Abandon {
                 statement,
                 publisher,
                 ..

@@ -47,6 +47,10 @@ pub struct ModelConfig {
     /// Test-only: rebuild the publish statements with the fence text cut
     /// out (capcat-proto's `mutations::without_lease_fence` hook).
     pub strip_fence: bool,
+    /// Test-only: send the watermark INSERT without its `MANIFEST_COMPLETE`
+    /// guard (capcat-proto's `mutations::without_manifest_check` hook), to
+    /// measure what that guard adds beside the exact-row fence.
+    pub strip_manifest_check: bool,
     /// Liveness model: `HolderEventuallyPublishes` is checked at terminal
     /// states (the model is acyclic; see the docs).
     pub liveness: bool,
@@ -64,6 +68,18 @@ pub struct ModelConfig {
     /// publisher still holds runs again under that lease (as the storage
     /// service's next cycle does), up to this many passes in all.
     pub passes: u8,
+    /// Late claims: a lease or version claim (an unconditional INSERT whose
+    /// SELECT stamps the server clock) is a statement in flight like any
+    /// other. The server may stamp it at any time after its send and land
+    /// it at any time after that, and its client may give up on it
+    /// (`AbandonStatement`: a transport timeout, a dropped connection) and
+    /// be told it failed while it still lands. Off, a claim is stamped and
+    /// landed at its send.
+    pub late_claims: bool,
+    /// Descriptors (so packs) per index pass; with more than one, each
+    /// publish attempt writes one manifest chunk per pack (the model runs
+    /// capcat-proto with a chunk of one pack).
+    pub packs_per_pass: u8,
 }
 
 impl ModelConfig {
@@ -85,9 +101,12 @@ impl ModelConfig {
             acquire_rounds: 1,
             attempts: (1, 1, 2),
             strip_fence: false,
+            strip_manifest_check: false,
             liveness: false,
             late_start: true,
             passes: 1,
+            late_claims: false,
+            packs_per_pass: 1,
         }
     }
 
@@ -165,6 +184,33 @@ impl ModelConfig {
         }
     }
 
+    /// Claims stamped long before they land, landing after their client
+    /// gave up on them, with holders re-acquiring (so a holder's own
+    /// renewal can land late, above or beside the row it holds). Claim
+    /// retries (nine jitter values each) and a crash are left to
+    /// `cargo xtask model --deep`: beside late claims either takes this
+    /// configuration past ten million states.
+    pub fn with_late_claims(design: Design) -> Self {
+        Self {
+            late_claims: true,
+            reacquire: true,
+            crashes: 0,
+            ..Self::short_clock(design)
+        }
+    }
+
+    /// Two packs per pass, so two manifest chunks per publish attempt, with
+    /// passes that run again and the crash: a client may stall between its
+    /// chunks, a chunk may be fenced out while the next is in flight, and a
+    /// crash may leave a publish with one chunk written.
+    pub fn with_two_chunks(design: Design) -> Self {
+        Self {
+            packs_per_pass: 2,
+            passes: 2,
+            ..Self::short_clock(design)
+        }
+    }
+
     /// Every configuration CI checks exhaustively, by name, each with the
     /// reader. docs/model-checking.md argues which hazard each reaches.
     pub fn ci_set(design: Design) -> Vec<(&'static str, Self)> {
@@ -176,6 +222,8 @@ impl ModelConfig {
             ("claim retries", Self::with_claim_retries(design)),
             ("passes", Self::with_passes(design)),
             ("long lease", Self::with_long_lease(design)),
+            ("late claims", Self::with_late_claims(design)),
+            ("two chunks", Self::with_two_chunks(design)),
         ]
     }
 
@@ -204,6 +252,7 @@ impl ModelConfig {
         let cfg = Config::new(ttl_ns, cap_ns)?
             .with_fence_slack_ns(0)?
             .with_attempts(claim, allocate, publish)?
+            .with_chunk(1)?
             .with_variant(self.design.proto_variant())
             .with_wait_out_contested_term(self.design.waits_out_contested_term());
         Ok(if self.design == Design::CapAtLeastTtl {

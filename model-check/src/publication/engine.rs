@@ -567,6 +567,12 @@ impl Db {
     }
 }
 
+/// Whether `name` is a claim: an unconditional INSERT whose SELECT stamps
+/// the server clock (lease claims) or names a version (allocator claims).
+pub fn is_claim(name: &str) -> bool {
+    matches!(name, "lease.insert_claim" | "allocate.insert_claim")
+}
+
 /// Whether a statement is a conditional INSERT the engine runs in two
 /// steps (evaluate, then land), interleavable with everything else.
 pub fn is_conditional_insert(name: &str) -> bool {

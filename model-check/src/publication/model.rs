@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::action::{Action, client_action_name};
 use super::config::ModelConfig;
 use super::design::Design;
-use super::engine::{self, Db, Unknown, guards, is_conditional_insert, lease_param};
+use super::engine::{self, Db, Unknown, guards, is_claim, is_conditional_insert, lease_param};
 use super::properties;
 use super::state::{Eval, Flight, History, PassEnd, Phase, Pinned, Publisher, ReaderState, State};
 use super::strict;
@@ -40,6 +40,9 @@ pub enum BuildError {
     /// Too many or too few publishers.
     #[error("publishers must be between 1 and 4, got {0}")]
     Publishers(u8),
+    /// Too many or too few packs per index pass.
+    #[error("packs per pass must be between 1 and 4, got {0}")]
+    PacksPerPass(u8),
 }
 
 /// The publication model.
@@ -61,10 +64,18 @@ pub struct PublicationModel {
 /// after repeated refusals), so what a late-landing statement of a failed
 /// pass makes visible need not be in any later publish.
 pub fn pack_of(i: u8, pass: u8) -> PackRef {
+    nth_pack_of(i, pass, 0)
+}
+
+/// Pack number `k` of publisher `i`'s index pass number `pass` (a pass
+/// indexes `ModelConfig::packs_per_pass` packs, one manifest chunk each).
+pub fn nth_pack_of(i: u8, pass: u8, k: u8) -> PackRef {
     let batch = pass.saturating_sub(1);
     (
         "s".to_owned(),
-        Uuid::from_u128(0xFACC_0000 + u128::from(i) + (u128::from(batch) << 8)),
+        Uuid::from_u128(
+            0xFACC_0000 + u128::from(i) + (u128::from(batch) << 8) + (u128::from(k) << 16),
+        ),
     )
 }
 
@@ -73,14 +84,17 @@ pub fn foreign_pack() -> PackRef {
     ("s".to_owned(), Uuid::from_u128(0xF0F0_0000))
 }
 
-fn descriptor(i: u8, pass: u8) -> CaptureDescriptor {
-    let (store_id, pack_id) = pack_of(i, pass);
+fn descriptor(i: u8, pass: u8, k: u8) -> CaptureDescriptor {
+    let (store_id, pack_id) = nth_pack_of(i, pass, k);
     CaptureDescriptor {
         tenant_id: "t".to_owned(),
         experiment_id: "e".to_owned(),
         run_id: "r".to_owned(),
         capture_id: Uuid::from_u128(
-            0xCA97_0000 + u128::from(i) + (u128::from(pass.saturating_sub(1)) << 8),
+            0xCA97_0000
+                + u128::from(i)
+                + (u128::from(pass.saturating_sub(1)) << 8)
+                + (u128::from(k) << 16),
         ),
         locator: Locator {
             store_id,
@@ -180,6 +194,9 @@ impl PublicationModel {
         if !(1..=4).contains(&cfg.publishers) {
             return Err(BuildError::Publishers(cfg.publishers));
         }
+        if !(1..=4).contains(&cfg.packs_per_pass) {
+            return Err(BuildError::PacksPerPass(cfg.packs_per_pass));
+        }
         let proto = cfg.proto()?;
         let tables = Tables::new(PREFIX).expect("the model's prefix is a valid identifier");
         Ok(Self { cfg, proto, tables })
@@ -195,9 +212,10 @@ impl PublicationModel {
         &self.proto
     }
 
-    /// A statement as the design sends it: the machines build it; the
-    /// mutation-guard switch cuts the fence out through capcat-proto's hook.
-    fn as_sent(&self, stmt: Statement) -> Statement {
+    /// A statement as the design sends it: the machines build it; a rejected
+    /// design's hook (or a test-only switch) rewrites its text through
+    /// capcat-proto's mutations.
+    pub fn as_sent(&self, stmt: Statement) -> Statement {
         use capcat_proto::mutations as m;
         let publish = matches!(
             stmt.name,
@@ -205,6 +223,9 @@ impl PublicationModel {
         );
         let fenced = publish || stmt.name == "lease.release";
         match self.cfg.design {
+            _ if self.cfg.strip_manifest_check && stmt.name == "publish.insert_watermark" => {
+                m::without_manifest_check(&stmt, &self.tables)
+            }
             _ if self.cfg.strip_fence && publish => m::without_lease_fence(&stmt, &self.tables),
             Design::MarginlessFence if fenced => m::marginless_fence(&stmt, &self.tables),
             Design::LeaseIdFence if fenced => m::lease_id_fence(&stmt, &self.tables),
@@ -349,7 +370,9 @@ impl PublicationModel {
             self.tables.clone(),
             self.proto.clone(),
             lease,
-            vec![descriptor(idx, pass)],
+            (0..self.cfg.packs_per_pass)
+                .map(|k| descriptor(idx, pass, k))
+                .collect(),
             pass_seed(idx, incarnation, pass),
         )))
     }
@@ -473,25 +496,57 @@ impl PublicationModel {
             ) {
                 s.history.publishes_at.entry(*v).or_default().insert(*id);
             }
-            let cap = Self::cap_ticks(&stmt);
-            s.flights.push(Flight {
-                owner: (
-                    u8::try_from(i).expect("at most 4 publishers"),
-                    p.incarnation,
-                ),
-                stmt,
-                issued_at: now,
-                cap,
-                eval: Eval::Pending,
-                started_at: None,
-                detached: false,
-            });
-            p.waiting = true;
+            Self::send(s, i, stmt, now);
+        } else if self.cfg.late_claims && is_claim(stmt.name) {
+            // Late claims: the server stamps the claim when it starts it
+            // (EvaluateGuard) and makes its row visible later (LandRows);
+            // its client waits, or gives up (AbandonStatement).
+            Self::send(s, i, stmt, now);
         } else {
             let input = self.run_atomically(&mut s.db, &stmt, now);
             feed(&mut s.publishers[i].phase, input);
         }
         self.advance(s, i);
+    }
+
+    /// Puts `stmt` in flight for publisher `i`, which waits for it.
+    fn send(s: &mut State, i: usize, stmt: Statement, now: u8) {
+        let p = &mut s.publishers[i];
+        let cap = Self::cap_ticks(&stmt);
+        s.flights.push(Flight {
+            owner: (
+                u8::try_from(i).expect("at most 4 publishers"),
+                p.incarnation,
+            ),
+            stmt,
+            issued_at: now,
+            cap,
+            eval: Eval::Pending,
+            started_at: None,
+            detached: false,
+        });
+        p.waiting = true;
+    }
+
+    /// Late claims: the client of claim `k` stops waiting (a transport
+    /// timeout, a dropped connection) and is told it failed; the claim
+    /// stays in flight with no client and may still be stamped and land.
+    fn abandon(&self, s: &mut State, k: usize) {
+        s.flights[k].detached = true;
+        let owner = s.flights[k].owner;
+        self.deliver(
+            s,
+            owner,
+            Input::Failed(Failure::Transport {
+                message: "the client gave up on the claim".to_owned(),
+            }),
+        );
+    }
+
+    /// Whether `f`'s client may give up on it before it lands: a late
+    /// claim whose client still waits.
+    fn may_abandon(&self, f: &Flight) -> bool {
+        self.cfg.late_claims && !f.detached && is_claim(f.stmt.name)
     }
 
     /// Whether `f` may still evaluate or land at `now`. With late starts a
@@ -792,6 +847,13 @@ impl PublicationModel {
         }
         for (k, f) in s.flights.iter().enumerate() {
             let (statement, publisher) = (f.stmt.name, f.owner.0);
+            if self.may_abandon(f) {
+                actions.push(Action::Abandon {
+                    flight: k,
+                    statement,
+                    publisher,
+                });
+            }
             if self.client_gives_up(f, s.now) {
                 actions.push(Action::Kill {
                     flight: k,
@@ -880,6 +942,7 @@ impl PublicationModel {
             Action::Evaluate { flight, .. } => self.evaluate(&mut s, flight),
             Action::Land { flight, .. } => self.land(&mut s, flight),
             Action::Kill { flight, .. } => self.kill(&mut s, flight),
+            Action::Abandon { flight, .. } => self.abandon(&mut s, flight),
             Action::PinWatermark => self.pin(&mut s),
             Action::ReReadSnapshot => {
                 if let Some(p) = &s.reader.pinned {
