@@ -26,7 +26,20 @@
 (*    client: KillAtCap tells the client Timeout and leaves the statement *)
 (*    pending with no client; it may still start, pass and land later.   *)
 (*    A client waits for the outcome of a statement that did start.       *)
-(*  - Unguarded single-row statements (claims, reads) are atomic steps.   *)
+(*  - Unguarded single-row statements (head reads, read-backs) are atomic *)
+(*    steps. So are the claims (lease and version), unless LateClaims:    *)
+(*  - Late claims (LateClaims = TRUE): a claim INSERT is in flight like a *)
+(*    guarded one. The server stamps it (EvaluateGuard; a lease claim's   *)
+(*    expiry is now + Ttl at that instant) any time after its send and    *)
+(*    lands it (LandRows) any time after that; until it lands its client  *)
+(*    may give up (AbandonStatement: a transport timeout, a dropped       *)
+(*    connection) and is told it failed, and the claim may still be       *)
+(*    stamped and land with no client. The claim machines read back after *)
+(*    a failed claim exactly as after a successful one, so a claim that   *)
+(*    lands after its read-back is a row its claimant does not know it    *)
+(*    has. Claims carry no execution cap: they never hold the clock and   *)
+(*    are never killed. Each lease claim draws a fresh id, which bounds   *)
+(*    the claims a run sends by MaxId.                                    *)
 (*  - The server clock is free: Tick may happen between any two steps,   *)
 (*    including between a renewal's claim and its read-back and before    *)
 (*    each guarded statement, so a client may stall for any time.         *)
@@ -65,6 +78,7 @@ CONSTANTS
     MaxForeign,   \* out-of-protocol rows (an operator, a second build)
     MaxPasses,    \* index passes per publisher incarnation (a failed or
                   \* unsettled pass may be followed by another one)
+    LateClaims,   \* claims are stamped and land late, and may be abandoned
     Design        \* "Shipped" or the rejected design under test
 
 Designs == {"Shipped", "BarrierOnly", "PostWriteCheck", "TwoSubqueryFence",
@@ -81,6 +95,7 @@ ASSUME /\ Design \in Designs
        /\ MaxVersion \in Nat /\ MaxTerm \in Nat /\ MaxId \in Nat
        /\ MaxCrashes \in Nat /\ MaxForeign \in Nat
        /\ MaxPasses \in Nat /\ MaxPasses >= 1
+       /\ LateClaims \in BOOLEAN
        /\ Publishers \cap Readers = {}
 
 VARIABLES
@@ -91,8 +106,9 @@ VARIABLES
     watermark,    \* {p}_index_watermark: [v, pid]
     inventory,    \* {p}_pack_inventory_raw: packs
     desc,         \* {p}_capture_raw, projected: [pack, v]
-    inflight,     \* guarded statements sent and not yet landed or killed
-                  \* (with or without a client still waiting on them)
+    inflight,     \* guarded statements (and, with LateClaims, claims) sent
+                  \* and not yet landed or killed (with or without a client
+                  \* still waiting on them)
     pub,          \* each publisher's local state (lost on a crash)
     rd,           \* each reader's pinned snapshot
     nextId,       \* the next fresh id
@@ -116,12 +132,18 @@ Packs == Publishers
 Versions == 1..MaxVersion
 Terms == 1..MaxTerm
 Times == 0..MaxTime
-Kinds == {"manifest", "watermark", "release"}
+\* "claim" and "vclaim": a lease claim and a version claim in flight (only
+\* with LateClaims).
+ClaimKinds == {"claim", "vclaim"}
+Kinds == {"manifest", "watermark", "release"} \cup ClaimKinds
 Outcomes == {"Won", "LostRace", "Conflict", "LeaseLost"}
-Pcs == {"idle", "lease_claim", "lease_readback", "alloc_head", "alloc_claim",
-        "alloc_readback", "early_inventory", "renew", "manifest",
+Pcs == {"idle", "lease_claim", "lease_claim_wait", "lease_readback",
+        "alloc_head", "alloc_claim", "alloc_claim_wait", "alloc_readback",
+        "early_inventory", "renew", "manifest",
         "manifest_wait", "watermark", "watermark_wait", "readback",
         "inventory", "done", "release_wait", "released", "exhausted"}
+\* "lease_claim_wait", "alloc_claim_wait": waiting on a claim in flight
+\* (only with LateClaims).
 \* "exhausted": stopped, at one of the model's bounds (versions, terms, ids,
 \* passes) or by a shutdown after a failed pass; it may still release.
 Modes == {"acquire", "renew"}
@@ -141,7 +163,16 @@ Head == CHOOSE r \in AtTerm(HeadTerm) :
             \A o \in AtTerm(HeadTerm) :
                 o.lid < r.lid \/ (o.lid = r.lid /\ o.exp <= r.exp)
 HasHead == lease # {}
-Contested == Cardinality(AtTerm(HeadTerm)) > 1
+\* Ground truth: more than one lease id has a row at the head term.
+Contested == Cardinality({r.lid : r \in AtTerm(HeadTerm)}) > 1
+\* What lease.read_head (ORDER BY LEASE_ORDER LIMIT 2) reports: the second
+\* row is at the head term under another lease id. The same as Contested
+\* while a lease id has at most one row per term; with LateClaims a
+\* claimant's retry at the same term may land a second row of its id, which
+\* then hides a rival below it (the claim read-back still sees the rival).
+HeadContested ==
+    LET others == AtTerm(HeadTerm) \ {Head}
+    IN others # {} /\ ~\E r \in others : r.lid = Head.lid
 HeadLive == HasHead /\ Head.exp > now
 \* A term holds a lease while any claim at it is live. A contested term
 \* holds no lease for anyone, but it is taken over only once every claim
@@ -242,6 +273,7 @@ TypeOK ==
            /\ s.attached \in BOOLEAN
            /\ s.pass \in BOOLEAN /\ s.lidOk \in BOOLEAN
            /\ s.fenceOk \in BOOLEAN /\ s.term \in 0..MaxTerm
+           /\ s.cid \in 0..MaxId /\ s.qid \in 0..MaxId
     /\ \A p \in Publishers :
            /\ pub[p].pc \in Pcs /\ pub[p].mode \in Modes
            /\ pub[p].lid \in {NoLid} \cup Ids
@@ -283,12 +315,14 @@ Init ==
 (* in model-check (no capcat-proto machine reads a clock).                *)
 \* A started statement holds the clock at start + cap until it lands or is
 \* killed; one not started holds it at send + cap until its client is told
-\* Timeout, and once given up it holds nothing (it may start whenever).
+\* Timeout, and once given up it holds nothing (it may start whenever). A
+\* claim (LateClaims) has no cap and never holds the clock.
 Tick ==
     /\ now < MaxTime
     /\ \A s \in inflight :
-           IF s.phase = "issued" THEN s.attached => now < s.sent + EffCap
-           ELSE now < s.start + EffCap
+           \/ s.kind \in ClaimKinds
+           \/ IF s.phase = "issued" THEN s.attached => now < s.sent + EffCap
+              ELSE now < s.start + EffCap
     /\ now' = now + 1
     /\ UNCHANGED <<desc, claims, lease, manifest, watermark, inventory, inflight,
                    pub, rd, nextId, crashes, foreign, foreignWm, reports, owners,
@@ -310,9 +344,9 @@ ReadLeaseHeadSkipping(p, skip) ==
                  \/ (mode = "acquire" /\ Design = "FreshLeaseIdOnReacquire")
         lid == IF fresh THEN nextId ELSE l.lid
         next == (IF HasHead THEN HeadTerm + 1 ELSE 1) + skip
-        ours == HasHead /\ Head.lid = lid /\ ~Contested
+        ours == HasHead /\ Head.lid = lid /\ ~HeadContested
         takeable == IF Design = "ContestedTermTakenAtOnce"
-                    THEN ~HasHead \/ ~HeadLive \/ Contested
+                    THEN ~HasHead \/ ~HeadLive \/ HeadContested
                     ELSE ~HasHead \/ ~TermLive
         claim == IF mode = "renew" THEN ours ELSE ours \/ takeable
         \* The live head is this very process's own lease.
@@ -360,24 +394,56 @@ AppendLease(row) ==
                                /\ <<row.holder, row.inc>>
                                     # <<Head.holder, Head.inc>>))
 
+\* A claim as sent (LateClaims): a lease claim ("claim") carries the row
+\* it will append but its expiry, stamped when the server starts it
+\* (start + Ttl); a version claim ("vclaim") carries v and cid. A claim
+\* names no held row and is not timed, so rterm, rexp and sent stay 0.
+\* qid: a lease claim's own fresh id (a query id), drawn only with
+\* LateClaims. It keeps two otherwise equal lease claims of one publisher
+\* apart (a retry at the same term while an abandoned one is pending),
+\* and it bounds the lease claims a run sends by MaxId: without it a
+\* publisher could abandon and resend claims at one term without end. A
+\* version claim needs none (its cid is fresh).
+Claim(p, kind, term, v, cid, qid) ==
+    [owner |-> p, inc |-> pub[p].inc, kind |-> kind, phase |-> "issued",
+     v |-> v, pid |-> 0, lid |-> pub[p].lid, rterm |-> 0, rexp |-> 0,
+     sent |-> 0, start |-> 0, attached |-> TRUE,
+     pass |-> FALSE, lidOk |-> FALSE, fenceOk |-> FALSE, term |-> term,
+     cid |-> cid, qid |-> qid]
+
 (* Acquire or renew, step 2: append the claim row at the chosen term,     *)
-(* stamped by the server's clock. Mirrors capcat_proto::lease.            *)
+(* stamped by the server's clock. With LateClaims the claim is sent (a    *)
+(* "claim" in flight: EvaluateGuard stamps it, LandRows lands it) and the *)
+(* client waits on it; a publisher out of ids (the model's bound on the   *)
+(* claims sent) stops. Mirrors capcat_proto::lease (lease.insert_claim).  *)
 ClaimLease(p) ==
     LET l == pub[p]
     IN /\ l.pc = "lease_claim"
-       /\ AppendLease([term |-> l.term, lid |-> l.lid, holder |-> p,
-                       inc |-> l.inc, exp |-> now + Ttl])
-       /\ pub' = [pub EXCEPT ![p].pc = "lease_readback"]
-       /\ UNCHANGED <<desc, now, claims, manifest, watermark, inventory, inflight,
-                      rd, nextId, crashes, foreign, foreignWm, reports, owners,
+       /\ IF ~LateClaims
+             THEN /\ AppendLease([term |-> l.term, lid |-> l.lid, holder |-> p,
+                                  inc |-> l.inc, exp |-> now + Ttl])
+                  /\ pub' = [pub EXCEPT ![p].pc = "lease_readback"]
+                  /\ UNCHANGED <<inflight, nextId>>
+          ELSE IF Fresh(1)
+             THEN /\ inflight' = inflight \cup
+                        {Claim(p, "claim", l.term, 0, 0, nextId)}
+                  /\ pub' = [pub EXCEPT ![p].pc = "lease_claim_wait"]
+                  /\ nextId' = nextId + 1
+                  /\ UNCHANGED <<lease, usurped>>
+          ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
+               /\ UNCHANGED <<inflight, nextId, lease, usurped>>
+       /\ UNCHANGED <<desc, now, claims, manifest, watermark, inventory,
+                      rd, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, selfLockout>>
 
 (* Acquire or renew, step 3: read the claims at the term back; the sole   *)
-(* claimant holds the lease, anyone else abandons the term. The held row  *)
-(* is now this claim (its expiry is what the fence names). The claim was *)
-(* stamped by the server at expiry - Ttl: if that is past `unsettled`,    *)
-(* no statement told Timeout can land any more and the record is         *)
-(* cleared. After an acquire the index pass allocates; after a renewal    *)
+(* claimant holds the lease, anyone else abandons the term. It reads back *)
+(* after a claim it was told failed (LateClaims) exactly as after one     *)
+(* that succeeded: the read-back decides. The held row is now this claim *)
+(* (its expiry, the latest of its lease id's rows read back, is what the  *)
+(* fence names). The claim was stamped by the server at expiry - Ttl: if *)
+(* that is past `unsettled`, no statement told Timeout can land any more *)
+(* and the record is cleared. After an acquire the index pass allocates; after a renewal    *)
 (* the publish attempt goes on to its manifest, or, still unsettled, ends *)
 (* without sending anything (Unsettled: the pass failed). Mirrors         *)
 (* capcat_proto::lease and capcat_proto::publish.                         *)
@@ -392,7 +458,11 @@ ReadBackLease(p) ==
                                         /\ ~\E t \in lease : t.lid = r.lid /\ t.exp = 0}
         sole == /\ \E r \in seen : r.lid = l.lid
                 /\ \A r \in seen : r.lid = l.lid
-        exp == Max({r.exp : r \in {o \in lease : o.term = l.term /\ o.lid = l.lid}})
+        \* capcat_proto takes the latest expiry among the rows of its lease id
+        \* that the read-back returns. Without LateClaims those are its rows
+        \* at the claimed term alone; with it, a late row of an earlier
+        \* attempt at a higher term may be among them.
+        exp == Max({r.exp : r \in {o \in seen : o.lid = l.lid}})
         settled == l.unsettled = 0 \/ exp - Ttl > l.unsettled
         held == [l EXCEPT !.retry = FALSE, !.exp = exp,
                           !.unsettled = IF settled THEN 0 ELSE l.unsettled]
@@ -428,20 +498,30 @@ ReadVersionHead(p) ==
                       inflight, rd, nextId, crashes, foreign, foreignWm, reports, owners,
                       fencedLanded, usurped, selfLockout>>
 
-(* Allocator, step 2: append a claim one above what was read.            *)
-(* Mirrors capcat_proto::allocate (the jittered skip is not modelled).    *)
+(* Allocator, step 2: append a claim one above what was read. With       *)
+(* LateClaims the claim is sent (a "vclaim" in flight, landed by          *)
+(* LandRows) and the client waits on it. Mirrors capcat_proto::allocate   *)
+(* (allocate.insert_claim; the jittered skip is not modelled, and every   *)
+(* claim draws a fresh claim id where capcat_proto keeps one per          *)
+(* allocation across its attempts).                                        *)
 ClaimVersion(p) ==
     /\ pub[p].pc = "alloc_claim"
     /\ IF Fresh(1)
-          THEN /\ claims' = claims \cup {[v |-> pub[p].vseen + 1,
-                                          cid |-> nextId]}
-               /\ pub' = [pub EXCEPT ![p].pc = "alloc_readback",
+          THEN /\ IF LateClaims
+                   THEN /\ inflight' = inflight \cup
+                              {Claim(p, "vclaim", 0, pub[p].vseen + 1, nextId, 0)}
+                        /\ UNCHANGED claims
+                   ELSE /\ claims' = claims \cup {[v |-> pub[p].vseen + 1,
+                                                   cid |-> nextId]}
+                        /\ UNCHANGED inflight
+               /\ pub' = [pub EXCEPT ![p].pc = IF LateClaims THEN "alloc_claim_wait"
+                                               ELSE "alloc_readback",
                                      ![p].cid = nextId,
                                      ![p].v = pub[p].vseen + 1]
                /\ nextId' = nextId + 1
           ELSE /\ pub' = [pub EXCEPT ![p].pc = "exhausted"]
-               /\ UNCHANGED <<claims, nextId>>
-    /\ UNCHANGED <<desc, now, lease, manifest, watermark, inventory, inflight, rd,
+               /\ UNCHANGED <<claims, nextId, inflight>>
+    /\ UNCHANGED <<desc, now, lease, manifest, watermark, inventory, rd,
                    crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
@@ -471,7 +551,8 @@ Statement(p, kind, pid) ==
      v |-> pub[p].v, pid |-> pid, lid |-> pub[p].lid,
      rterm |-> pub[p].term, rexp |-> pub[p].exp,
      sent |-> now, start |-> now, attached |-> TRUE,
-     pass |-> FALSE, lidOk |-> FALSE, fenceOk |-> FALSE, term |-> 0]
+     pass |-> FALSE, lidOk |-> FALSE, fenceOk |-> FALSE, term |-> 0,
+     cid |-> 0, qid |-> 0]
 
 (* Publish, step 1: issue the manifest INSERT ... SELECT (one row per    *)
 (* pack, this attempt's fresh publish_id) guarded by VERSION_BARRIER AND  *)
@@ -503,11 +584,16 @@ IssueWatermark(p) ==
 (* guards the statement's SQL carries, read at this instant. A statement  *)
 (* may start at any time after its send, even after its client was told  *)
 (* Timeout; its cap counts from this start. The two-subquery fence reads  *)
-(* lease_id and expires_at_ns in two separate reads (two steps).          *)
+(* lease_id and expires_at_ns in two separate reads (two steps). A claim *)
+(* (LateClaims) has no guard: it always passes, and its start is its      *)
+(* server-clock stamp (a lease claim's expiry is start + Ttl), taken even *)
+(* if its client gave up on it.                                            *)
 (* Mirrors the simulated engine in model-check, which finds the canonical *)
 (* fragments of capcat_proto's statements in their SQL text.              *)
 EvaluateGuard(s) ==
-    LET barrier == ~HasBarrier(s.kind) \/ BarrierTrue(s.v)
+    LET stamped == [s EXCEPT !.phase = "evaluated", !.start = now,
+                             !.pass = TRUE, !.fenceOk = TRUE]
+        barrier == ~HasBarrier(s.kind) \/ BarrierTrue(s.v)
         split == Design = "TwoSubqueryFence" /\ s.kind # "release"
         first == [s EXCEPT !.phase = "half", !.start = now,
                            !.lidOk = HasHead /\ Head.lid = s.lid,
@@ -527,7 +613,8 @@ EvaluateGuard(s) ==
                            !.fenceOk = FenceTrue(s.lid),
                            !.term = IF s.kind = "release"
                                     THEN HeadTerm + 1 ELSE 0]
-        s2 == IF split THEN (IF s.phase = "issued" THEN first ELSE second)
+        s2 == IF s.kind \in ClaimKinds THEN stamped
+              ELSE IF split THEN (IF s.phase = "issued" THEN first ELSE second)
               ELSE whole
     IN /\ s \in inflight
        /\ s.phase # "evaluated"
@@ -544,6 +631,10 @@ EvaluateGuard(s) ==
 \* the settle rule records in `unsettled`. A manifest or watermark told
 \* Timeout fails the pass (capcat_proto::publish ends with the statement
 \* error; the index pass fails); a release told Timeout keeps the lease.
+\* A claim (LateClaims) is never killed; its client, told of its landing,
+\* reads the claims back.
+ClaimReadBack(kind) == IF kind = "claim" THEN "lease_readback"
+                       ELSE "alloc_readback"
 Complete(s, killed) ==
     LET p == s.owner
         l == pub[p]
@@ -554,6 +645,8 @@ Complete(s, killed) ==
                                ![p].lid = IF killed THEN l.lid ELSE NoLid,
                                ![p].unsettled = IF killed THEN Unsettle(p, s)
                                                 ELSE l.unsettled]
+       ELSE IF s.kind \in ClaimKinds
+       THEN pub' = [pub EXCEPT ![p].pc = ClaimReadBack(s.kind)]
        ELSE IF killed
        THEN \E next \in AfterFailedPass(p) :
                 pub' = [pub EXCEPT ![p].pc = next,
@@ -564,8 +657,10 @@ Complete(s, killed) ==
                                          THEN "watermark" ELSE "readback"]
 
 (* The engine lands an evaluated statement's rows (none if its guard was *)
-(* false), possibly long after the evaluation. Mirrors the simulated      *)
-(* engine in model-check.                                                  *)
+(* false), possibly long after the evaluation: a claim (LateClaims) lands *)
+(* its lease row (stamped at its start) or its version claim row, with or *)
+(* without a client still waiting. Mirrors the simulated engine in        *)
+(* model-check.                                                            *)
 LandRows(s) ==
     /\ s \in inflight
     /\ s.phase = "evaluated"
@@ -577,13 +672,18 @@ LandRows(s) ==
     /\ watermark' = IF s.pass /\ s.kind = "watermark"
                     THEN watermark \cup {[v |-> s.v, pid |-> s.pid]}
                     ELSE watermark
-    /\ IF s.pass /\ s.kind = "release"
-          THEN AppendLease([term |-> s.term, lid |-> s.lid, holder |-> s.owner,
-                            inc |-> s.inc, exp |-> 0])
-          ELSE UNCHANGED <<lease, usurped>>
+    /\ CASE s.pass /\ s.kind = "release" ->
+              AppendLease([term |-> s.term, lid |-> s.lid, holder |-> s.owner,
+                           inc |-> s.inc, exp |-> 0])
+         []   s.kind = "claim" ->
+              AppendLease([term |-> s.term, lid |-> s.lid, holder |-> s.owner,
+                           inc |-> s.inc, exp |-> s.start + Ttl])
+         []   OTHER -> UNCHANGED <<lease, usurped>>
+    /\ claims' = IF s.kind = "vclaim" THEN claims \cup {[v |-> s.v, cid |-> s.cid]}
+                 ELSE claims
     /\ fencedLanded' = (fencedLanded \/ (s.pass /\ ~s.fenceOk))
     /\ Complete(s, FALSE)
-    /\ UNCHANGED <<desc, now, claims, inventory, rd, nextId, crashes, foreign, foreignWm,
+    /\ UNCHANGED <<desc, now, inventory, rd, nextId, crashes, foreign, foreignWm,
                    reports, owners, selfLockout>>
 
 (* The server kills a started statement at its max_execution_time       *)
@@ -591,9 +691,10 @@ LandRows(s) ==
 (* timeout. A statement not started by send + cap is given up by its      *)
 (* client, which is told Timeout; the statement stays pending with no     *)
 (* client and may still start. Mirrors the simulated engine and the       *)
-(* driver's settle wait.                                                   *)
+(* driver's settle wait. A claim (LateClaims) has no cap: never killed.  *)
 KillAtCap(s) ==
     /\ s \in inflight
+    /\ s.kind \notin ClaimKinds
     /\ IF s.phase = "issued"
           THEN /\ s.attached /\ now >= s.sent + EffCap
                /\ inflight' = (inflight \ {s}) \cup {[s EXCEPT !.attached = FALSE]}
@@ -703,6 +804,27 @@ CrashRestart(p) ==
                    inflight, rd, nextId, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
 
+(* LateClaims: the client of a claim in flight that has not landed stops *)
+(* waiting for it (a transport timeout, a dropped connection) and is told *)
+(* it failed. The claim stays in flight with no client and may still be   *)
+(* stamped and land; the claim machine goes on to its read-back, which   *)
+(* decides, exactly as after a claim that succeeded. Only a client still  *)
+(* waiting gives up (a crashed incarnation's claim is already nobody's).  *)
+(* Environment: the driver (not fair). Mirrors the model-check driver's   *)
+(* give-up and capcat_proto::lease and capcat_proto::allocate, whose      *)
+(* Insert state reads back on a failure as on rows.                       *)
+AbandonStatement(s) ==
+    /\ LateClaims
+    /\ s \in inflight
+    /\ s.kind \in ClaimKinds
+    /\ s.attached
+    /\ pub[s.owner].inc = s.inc
+    /\ inflight' = (inflight \ {s}) \cup {[s EXCEPT !.attached = FALSE]}
+    /\ pub' = [pub EXCEPT ![s.owner].pc = ClaimReadBack(s.kind)]
+    /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
+                   nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
+                   usurped, selfLockout>>
+
 (* An out-of-protocol writer (an operator's INSERT, a second build       *)
 (* sharing the prefix) appends one manifest or watermark row with its own *)
 (* publish_id. Environment only: no capcat-proto machine.                 *)
@@ -738,9 +860,12 @@ Next ==
           \/ IssueManifest(p) \/ IssueWatermark(p) \/ ReadBackPublish(p)
           \/ WriteInventory(p) \/ IssueRelease(p) \/ CrashRestart(p)
     \/ \E s \in inflight : EvaluateGuard(s) \/ LandRows(s) \/ KillAtCap(s)
+                            \/ AbandonStatement(s)
     \/ \E r \in Readers : PinWatermark(r) \/ ReReadSnapshot(r)
     \/ ForeignInsert
 
+\* The engine's statement steps, claims' included (fair in Spec);
+\* AbandonStatement is the environment's choice, like a crash, and not fair.
 EngineStep == \E s \in inflight : EvaluateGuard(s) \/ LandRows(s)
                                   \/ KillAtCap(s)
 
