@@ -464,12 +464,6 @@ impl PublicationModel {
         }
     }
 
-    fn cap_ticks(stmt: &Statement) -> Option<u8> {
-        stmt.settings
-            .max_execution_time_s
-            .map(|c| u8::try_from(c).unwrap_or(u8::MAX))
-    }
-
     fn client_step(&self, s: &mut State, i: usize, draw: Option<u64>) {
         let now = s.now;
         let p = &mut s.publishers[i];
@@ -512,19 +506,11 @@ impl PublicationModel {
     /// Puts `stmt` in flight for publisher `i`, which waits for it.
     fn send(s: &mut State, i: usize, stmt: Statement, now: u8) {
         let p = &mut s.publishers[i];
-        let cap = Self::cap_ticks(&stmt);
-        s.flights.push(Flight {
-            owner: (
-                u8::try_from(i).expect("at most 4 publishers"),
-                p.incarnation,
-            ),
-            stmt,
-            issued_at: now,
-            cap,
-            eval: Eval::Pending,
-            started_at: None,
-            detached: false,
-        });
+        let owner = (
+            u8::try_from(i).expect("at most 4 publishers"),
+            p.incarnation,
+        );
+        s.flights.push(Flight::sent(owner, stmt, now));
         p.waiting = true;
     }
 
@@ -659,19 +645,13 @@ impl PublicationModel {
         s.crashes_left -= 1;
         let p = &s.publishers[i];
         if orphan && let Some(stmt) = statement_after(&p.phase, Some(0)) {
-            let cap = Self::cap_ticks(&stmt);
-            s.flights.push(Flight {
-                owner: (
-                    u8::try_from(i).expect("at most 4 publishers"),
-                    p.incarnation,
-                ),
-                stmt,
-                issued_at: now,
-                cap,
-                eval: Eval::Pending,
-                started_at: None,
-                detached: false,
-            });
+            // Left in flight with its owner's incarnation, which the crash
+            // ends: nobody is told of it.
+            let owner = (
+                u8::try_from(i).expect("at most 4 publishers"),
+                p.incarnation,
+            );
+            s.flights.push(Flight::sent(owner, stmt, now));
         }
         let incarnation = p.incarnation + 1;
         s.publishers[i] = self.new_publisher(incarnation);

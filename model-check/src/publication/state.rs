@@ -112,6 +112,26 @@ pub struct Flight {
     pub detached: bool,
 }
 
+impl Flight {
+    /// `stmt`, sent by `owner` at tick `now`: not started, its client
+    /// waiting, its cap (in ticks) from its `max_execution_time`.
+    pub fn sent(owner: Owner, stmt: Statement, now: u8) -> Self {
+        let cap = stmt
+            .settings
+            .max_execution_time_s
+            .map(|c| u8::try_from(c).unwrap_or(u8::MAX));
+        Self {
+            owner,
+            stmt,
+            issued_at: now,
+            cap,
+            eval: Eval::Pending,
+            started_at: None,
+            detached: false,
+        }
+    }
+}
+
 /// What the reader pinned.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Pinned {
