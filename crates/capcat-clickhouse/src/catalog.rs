@@ -13,6 +13,7 @@ use capcat_proto::{
 };
 use uuid::Uuid;
 
+use crate::claim_id::ClaimIds;
 use crate::drive::drive;
 use crate::error::CatalogError;
 use crate::jitter::Jitter;
@@ -36,6 +37,9 @@ pub struct Catalog {
     tables: Tables,
     config: Config,
     jitter: Arc<Jitter>,
+    /// The claim id lease acquires present until one holds (shared by the
+    /// clones of this catalog, which are one process's view of it).
+    claim_ids: Arc<ClaimIds>,
 }
 
 impl Catalog {
@@ -47,6 +51,7 @@ impl Catalog {
             tables,
             config,
             jitter: Arc::new(Jitter::from_os()),
+            claim_ids: Arc::new(ClaimIds::default()),
         }
     }
 
@@ -86,6 +91,11 @@ impl Catalog {
     /// The protocol configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The claim ids lease acquires present.
+    pub(crate) fn claim_ids(&self) -> &ClaimIds {
+        &self.claim_ids
     }
 
     /// The transport (demand storage and tests run their statements on it).

@@ -1,7 +1,6 @@
 //! [`LeaseHandle`]: the publisher lease as the caller holds it.
 
 use capcat_proto::{Lease, LeaseClaim, Release};
-use uuid::Uuid;
 
 use crate::catalog::Catalog;
 use crate::error::CatalogError;
@@ -33,14 +32,21 @@ pub struct LeaseHandle {
 
 impl LeaseHandle {
     pub(crate) async fn acquire(catalog: Catalog, holder: &str) -> Result<Self, CatalogError> {
+        // An id an earlier acquire presented without holding, so a claim of
+        // that acquire landing late reads as ours (crate::claim_id).
+        let claim_id = catalog.claim_ids().take();
         let machine = LeaseClaim::acquire(
             catalog.tables().clone(),
             catalog.config().clone(),
             holder.to_owned(),
             None,
-            Uuid::new_v4(),
+            claim_id,
         );
-        let lease = catalog.run("lease.acquire", machine).await??;
+        let outcome = catalog.run("lease.acquire", machine).await;
+        if !matches!(outcome, Ok(Ok(_))) {
+            catalog.claim_ids().give_back(claim_id);
+        }
+        let lease = outcome??;
         tracing::info!(holder, lease_id = %lease.lease_id, term = lease.term, "publisher lease acquired");
         Ok(Self {
             catalog,
@@ -120,14 +126,22 @@ impl LeaseHandle {
         // A handle in doubt presents nothing: a fresh id waits out every
         // row of its lease, whichever row a dropped machine last claimed.
         let held = (!self.release_sent && !self.in_doubt).then(|| self.lease.clone());
+        let claim_id = self.catalog.claim_ids().take();
         let machine = LeaseClaim::acquire(
             self.catalog.tables().clone(),
             self.catalog.config().clone(),
             self.lease.holder.clone(),
             held,
-            Uuid::new_v4(),
+            claim_id,
         );
-        let lease = self.catalog.run("lease.reacquire", machine).await??;
+        let outcome = self.catalog.run("lease.reacquire", machine).await;
+        // The claim id is spent only if the lease now held is under it (a
+        // re-acquire that kept this lease's id did not use it).
+        match &outcome {
+            Ok(Ok(lease)) if lease.lease_id == claim_id => {}
+            _ => self.catalog.claim_ids().give_back(claim_id),
+        }
+        let lease = outcome??;
         self.lease = lease;
         self.release_sent = false;
         self.released = false;

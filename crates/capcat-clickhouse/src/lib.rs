@@ -23,6 +23,7 @@ pub use transport::{
 };
 
 mod catalog;
+mod claim_id;
 mod drive;
 mod error;
 mod inventory;
