@@ -363,8 +363,16 @@ ReadLeaseHeadSkipping(p, skip) ==
                                                 ![p].mode = mode,
                                                 ![p].lid = lid,
                                                 ![p].term = next]
+                        \* A refused acquire keeps its id: an id that never
+                        \* held is presented again by the next acquire (so
+                        \* its own claim landing late reads as its own), and
+                        \* a held one is presented again by a re-acquire.
+                        \* Mirrors capcat_clickhouse's Catalog (claim_id.rs)
+                        \* and LeaseHandle::reacquire. A renewal refused has
+                        \* lost the lease; its next acquire is a fresh one.
                         ELSE pub' = [pub EXCEPT ![p].pc = lost,
-                                                ![p].lid = NoLid]
+                                                ![p].lid = IF mode = "acquire"
+                                                           THEN l.lid ELSE NoLid]
                   /\ nextId' = IF fresh THEN nextId + 1 ELSE nextId
                   \* Refused by its own live lease.
                   /\ selfLockout' = (selfLockout \/ (~claim /\ ownLive))
@@ -443,10 +451,10 @@ ClaimLease(p) ==
 (* (its expiry, the latest of its lease id's rows read back, is what the  *)
 (* fence names). The claim was stamped by the server at expiry - Ttl: if *)
 (* that is past `unsettled`, no statement told Timeout can land any more *)
-(* and the record is cleared. After an acquire the index pass allocates; after a renewal    *)
-(* the publish attempt goes on to its manifest, or, still unsettled, ends *)
-(* without sending anything (Unsettled: the pass failed). Mirrors         *)
-(* capcat_proto::lease and capcat_proto::publish.                         *)
+(* and the record is cleared. After an acquire the index pass allocates; *)
+(* after a renewal the publish attempt goes on to its manifest, or,      *)
+(* still unsettled, ends without sending anything (Unsettled: the pass    *)
+(* failed). Mirrors capcat_proto::lease and capcat_proto::publish.        *)
 ReadBackLease(p) ==
     LET l == pub[p]
         \* CLAIM_READ_BACK: rows at or above the term, and every live row of
@@ -937,7 +945,9 @@ VersionsUnique == \A a, b \in owners : a.v = b.v => a.cid = b.cid
 (* or shuts down after a failed pass (and then perhaps releases; a       *)
 (* release refused or told Timeout leaves the lease to expire, which the *)
 (* model's bounded clock may never reach).                                *)
-HoldsLive(p) == pub[p].lid # NoLid /\ FenceTrue(pub[p].lid)
+\* A contested head term holds no lease for anyone: its claimants keep
+\* their ids (a refused acquire presents its id again) but wait it out.
+HoldsLive(p) == pub[p].lid # NoLid /\ FenceTrue(pub[p].lid) /\ ~Contested
 Stopped(p) == pub[p].pc \in {"exhausted", "release_wait", "released"}
 HolderEventuallyPublishes ==
     \A p \in Publishers :
