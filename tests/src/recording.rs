@@ -181,8 +181,10 @@ impl RecordingTransport {
         if let every @ 1.. = self.plan.short_lease_every
             && attempt % every == every / 2
             && let Some(Param::UInt64(expires_ns)) = stmt.params.get("lease_expires_ns")
+            && let Some(cap_s) = stmt.settings.max_execution_time_s
         {
-            self.stall_until_short(*expires_ns).await;
+            self.stall_until_short(*expires_ns, u64::from(cap_s) * 1_000_000_000)
+                .await;
             return true;
         }
         if self.draw(|r| r.chance(self.plan.takeover_per_mille)) {
@@ -191,13 +193,13 @@ impl RecordingTransport {
         false
     }
 
-    /// Waits until less than the execution cap (and more than nothing) is
-    /// left on the lease row expiring at `expires_ns` (server nanoseconds;
-    /// the embedded engine's clock is the host's): between a tenth and
-    /// nine tenths of the cap, drawn. Bounded by the lease's own life.
-    async fn stall_until_short(&self, expires_ns: u64) {
+    /// Waits until less than the statement's execution cap `cap_ns` (and
+    /// more than nothing) is left on the lease row expiring at `expires_ns`
+    /// (server nanoseconds; the embedded engine's clock is the host's):
+    /// between a tenth and nine tenths of the cap, drawn. Bounded by the
+    /// lease's own life.
+    async fn stall_until_short(&self, expires_ns: u64, cap_ns: u64) {
         Counters::bump(&self.ledger.counters.short_lease_sends);
-        let cap_ns = 1_000_000_000;
         let left_ns = self.draw(|r| cap_ns / 10 + r.below(cap_ns * 8 / 10));
         let until = expires_ns.saturating_sub(left_ns);
         let wait = until.saturating_sub(crate::ledger::now_ns());
