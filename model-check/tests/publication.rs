@@ -403,7 +403,7 @@ fn rows_of_unpublished_versions_are_found() {
 // ---- The mutation guard -------------------------------------------------
 
 /// The publish statements rebuilt with the fence text cut out (through
-/// capcat-proto's `mutations::without_lease_fence` hook, never by copying
+/// capcat-proto's `designs::without_lease_fence` rewrite, never by copying
 /// SQL): the engine stops applying the fence and the model fails.
 #[test]
 fn publish_statements_without_the_fence_text_fail_the_model() {

@@ -74,7 +74,7 @@ pub enum FenceText {
     /// The statements as capcat-proto builds them.
     Shipped,
     /// The rejected `MarginlessFence` (capcat-proto's
-    /// `mutations::marginless_fence`): the head must only be live now.
+    /// `designs::marginless_fence`): the head must only be live now.
     Marginless,
 }
 
@@ -320,7 +320,7 @@ impl Transport for RecordingTransport {
             let stmt = match self.plan.fence {
                 FenceText::Shipped => stmt,
                 FenceText::Marginless => {
-                    rewritten = capcat_proto::mutations::marginless_fence(stmt, &self.tables);
+                    rewritten = capcat_proto::designs::marginless_fence(stmt, &self.tables);
                     &rewritten
                 }
             };

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use capcat_chdb::Engine;
 use capcat_clickhouse::{Catalog, CatalogError, Embedded, LeaseHandle};
+use capcat_proto::designs::Design;
 use capcat_proto::{
     Config, Failure, IndexError, IndexReport, LeaseError, PackRef, PublishError, Tables,
 };
@@ -62,8 +63,11 @@ pub struct StressOptions {
     pub rounds: u64,
     /// Wall-clock bound; the run stops at whichever bound comes first.
     pub time_budget: Duration,
-    /// One protocol configuration per publisher (its lease TTL and design).
+    /// One protocol configuration per publisher (its lease TTL).
     pub publishers: Vec<Config>,
+    /// The design every publisher runs: the shipped one, or a rejected one
+    /// to show the checker catching it.
+    pub design: Design,
     /// Readers.
     pub readers: usize,
     /// How publishers' guarded INSERTs are held back.
@@ -145,6 +149,7 @@ struct Shared {
     ledger: Arc<Ledger>,
     checker: Arc<Checker>,
     stall: StallPlan,
+    design: Design,
     release_per_mille: u64,
     stop: Arc<AtomicBool>,
     next_pass: AtomicU64,
@@ -253,7 +258,8 @@ async fn publisher(shared: Arc<Shared>, index: usize, incarnation: u64, config: 
         Arc::clone(&shared.stop),
     ));
     let catalog = Catalog::new(transport.clone(), shared.tables.clone(), config)
-        .with_jitter_seed(rng.next_u64());
+        .with_jitter_seed(rng.next_u64())
+        .with_design(shared.design);
     let counters = &shared.ledger.counters;
     let mut handle: Option<LeaseHandle> = None;
     for _ in 0..MAX_PUBLISHER_STEPS {
@@ -426,6 +432,7 @@ pub async fn run_stress(
         ledger: Arc::clone(&ledger),
         checker: Arc::clone(&checker),
         stall: opts.stall,
+        design: opts.design,
         release_per_mille: opts.release_per_mille,
         stop: Arc::new(AtomicBool::new(false)),
         next_pass: AtomicU64::new(0),

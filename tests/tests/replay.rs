@@ -338,7 +338,7 @@ fn walks_under_the_models_other_switches_agree_with_the_engine() {
 
 /// The mutation check: the shipped design with capcat-proto's fence cut out
 /// of the publish statements (the model's `strip_fence`, which applies
-/// capcat-proto's `mutations::without_lease_fence`) has a counterexample,
+/// capcat-proto's `designs::without_lease_fence`) has a counterexample,
 /// and the engine shows the fenced-out write landing.
 #[test]
 fn a_stripped_fence_counterexample_lands_its_fenced_out_write_on_the_engine() {

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use capcat_proto::config::Variant;
+use capcat_proto::designs::Design;
 use capcat_proto::{Config, Tables};
 use capcat_tests::engine::engine_or_skip;
 use capcat_tests::properties::{FENCED_OUT_WRITES_NOTHING, INVENTORY_ONLY_AFTER_PUBLISH};
@@ -62,6 +62,7 @@ fn options(seed: u64) -> StressOptions {
         time_budget: Duration::from_secs(secs),
         // Two publishers on 2 s leases, one on 3 s.
         publishers: vec![lease(2), lease(2), lease(3)],
+        design: Design::Shipped,
         readers: 2,
         stall: StallPlan {
             takeover_per_mille: 250,
@@ -157,11 +158,11 @@ async fn the_barrier_only_design_is_caught_writing_after_a_takeover() {
         return;
     };
     let seed = env_u64("CAPCAT_STRESS_SEED").unwrap_or(DEFAULT_SEED);
-    let barrier_only = |ttl_s| lease(ttl_s).with_variant(Variant::BarrierOnly);
     let opts = StressOptions {
         rounds: 40,
         time_budget: Duration::from_secs(30),
-        publishers: vec![barrier_only(2), barrier_only(2), barrier_only(3)],
+        publishers: vec![lease(2), lease(2), lease(3)],
+        design: Design::BarrierOnly,
         readers: 1,
         stall: StallPlan {
             takeover_per_mille: 500,
@@ -194,7 +195,8 @@ async fn the_inventory_before_publish_design_is_caught() {
     let opts = StressOptions {
         rounds: 10,
         time_budget: Duration::from_secs(20),
-        publishers: vec![lease(2).with_variant(Variant::InventoryBeforePublish)],
+        publishers: vec![lease(2)],
+        design: Design::InventoryBeforePublish,
         readers: 1,
         stall: StallPlan::none(),
         crash_every_ms: None,

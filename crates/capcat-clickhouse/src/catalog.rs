@@ -40,6 +40,10 @@ pub struct Catalog {
     /// The claim id lease acquires present until one holds (shared by the
     /// clones of this catalog, which are one process's view of it).
     claim_ids: Arc<ClaimIds>,
+    /// The design the publishing machines run as (feature `designs` only;
+    /// the shipped design otherwise).
+    #[cfg(feature = "designs")]
+    design: capcat_proto::designs::Design,
 }
 
 impl Catalog {
@@ -52,6 +56,8 @@ impl Catalog {
             config,
             jitter: Arc::new(Jitter::from_os()),
             claim_ids: Arc::new(ClaimIds::default()),
+            #[cfg(feature = "designs")]
+            design: capcat_proto::designs::Design::Shipped,
         }
     }
 
@@ -101,6 +107,45 @@ impl Catalog {
     /// The transport (demand storage and tests run their statements on it).
     pub fn transport(&self) -> &Arc<dyn Transport> {
         &self.transport
+    }
+
+    /// This catalog with its publishing machines (index passes, publishes)
+    /// run as `design`: the stress harness and the live tests use it to
+    /// show the real engine catching a rejected design.
+    #[cfg(feature = "designs")]
+    pub fn with_design(mut self, design: capcat_proto::designs::Design) -> Self {
+        self.design = design;
+        self
+    }
+
+    /// Drives a publishing machine (as the catalog's design, with the
+    /// feature `designs`) and hands it back with its outcome, so the caller
+    /// can read the lease it ended with.
+    async fn run_publishing<M>(
+        &self,
+        operation: &'static str,
+        machine: M,
+    ) -> Result<(M::Outcome, M), CatalogError>
+    where
+        M: capcat_proto::Machine + Clone,
+        M: PublishingMachine,
+    {
+        #[cfg(feature = "designs")]
+        let mut machine = self
+            .design
+            .wrap(self.tables.clone(), self.config.clone(), machine);
+        #[cfg(not(feature = "designs"))]
+        let mut machine = machine;
+        let outcome = drive(
+            operation,
+            &mut machine,
+            self.transport.as_ref(),
+            &self.jitter,
+        )
+        .await?;
+        #[cfg(feature = "designs")]
+        let machine = machine.into_inner();
+        Ok((outcome, machine))
     }
 
     pub(crate) async fn run<M: capcat_proto::Machine>(
@@ -171,7 +216,7 @@ impl Catalog {
         packs: BTreeSet<PackRef>,
     ) -> Result<Published, CatalogError> {
         let held = lease.begin_guarded_run()?;
-        let mut machine = Publish::new(
+        let machine = Publish::new(
             self.tables.clone(),
             self.config.clone(),
             held,
@@ -180,13 +225,7 @@ impl Catalog {
             Uuid::new_v4(),
         );
         let outcome = {
-            let outcome = drive(
-                "publish_snapshot",
-                &mut machine,
-                self.transport.as_ref(),
-                &self.jitter,
-            )
-            .await?;
+            let (outcome, machine) = self.run_publishing("publish_snapshot", machine).await?;
             lease.update(machine.lease().clone());
             outcome?
         };
@@ -242,14 +281,14 @@ impl Catalog {
         descriptors: Vec<CaptureDescriptor>,
     ) -> Result<IndexReport, CatalogError> {
         let held = lease.begin_guarded_run()?;
-        let mut machine = IndexPass::new(
+        let machine = IndexPass::new(
             self.tables.clone(),
             self.config.clone(),
             held,
             descriptors,
             Uuid::new_v4(),
         );
-        let outcome = drive("index", &mut machine, self.transport.as_ref(), &self.jitter).await?;
+        let (outcome, machine) = self.run_publishing("index", machine).await?;
         lease.update(machine.lease().clone());
         let report = outcome?;
         tracing::info!(?report, "index pass finished");
@@ -301,3 +340,14 @@ impl Catalog {
         Ok(self.get_by_ids(tenant, ids, watermark).await?.resolve()?)
     }
 }
+
+/// The machines [`Catalog::run_publishing`] drives: with the feature
+/// `designs` they must be ones a design can wrap.
+#[cfg(feature = "designs")]
+trait PublishingMachine: capcat_proto::designs::Designable {}
+#[cfg(feature = "designs")]
+impl<M: capcat_proto::designs::Designable> PublishingMachine for M {}
+#[cfg(not(feature = "designs"))]
+trait PublishingMachine {}
+#[cfg(not(feature = "designs"))]
+impl<M> PublishingMachine for M {}

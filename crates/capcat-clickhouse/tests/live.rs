@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use capcat_clickhouse::{Catalog, CatalogError, LeaseHandle};
+use capcat_proto::designs::Design;
 use capcat_proto::reader::{Cursor, PageSize, SearchFilter, SearchQuery};
 use capcat_proto::schema::{Diagnosis, EnsureOutcome, Instruction, SchemaError, StampSeen};
 use capcat_proto::{
@@ -352,7 +353,7 @@ async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours()
 }
 
 /// Drives `publish` until it is about to run its first guarded INSERT.
-async fn run_until_guarded(live: &Live, publish: &mut Publish) {
+async fn run_until_guarded<M: Machine<Outcome: std::fmt::Debug>>(live: &Live, publish: &mut M) {
     for _ in 0..100 {
         match publish.poll() {
             Step::Execute(stmt) if stmt.name == "publish.insert_manifest" => return,
@@ -375,7 +376,8 @@ async fn run_until_guarded(live: &Live, publish: &mut Publish) {
 /// A publisher renews, then loses its lease to a takeover before its guarded
 /// INSERTs run; returns its outcome and whether the publication tables
 /// changed. `config` picks the design under test.
-async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Option<bool> {
+async fn taken_over_publisher(test: &str, design: Design) -> Option<bool> {
+    let config = short_lease_config();
     let (live, mut a) = holding_with(test, config.clone(), "publisher-a").await?;
     let c = &live.catalog;
     let first = capture_ids(12);
@@ -393,7 +395,7 @@ async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Optio
     );
     ok("descriptors", c.transport().execute(&insert).await);
     let version = ok("allocate", c.allocate_version().await);
-    let mut publish = Publish::new(
+    let publish = Publish::new(
         live.tables().clone(),
         config.clone(),
         a.lease().clone(),
@@ -401,6 +403,7 @@ async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Optio
         [("store-a".to_owned(), pack)].into(),
         Uuid::new_v4(),
     );
+    let mut publish = design.wrap(live.tables().clone(), config.clone(), publish);
     run_until_guarded(&live, &mut publish).await;
 
     // The lease expires under A and B takes it over.
@@ -458,7 +461,7 @@ async fn taken_over_publisher(test: &str, config: capcat_proto::Config) -> Optio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_publisher_whose_lease_was_taken_over_writes_nothing() {
-    if let Some(changed) = taken_over_publisher("taken_over", short_lease_config()).await {
+    if let Some(changed) = taken_over_publisher("taken_over", Design::Shipped).await {
         assert!(
             !changed,
             "FencedOutWritesNothing: the watermark or manifest changed"
@@ -471,8 +474,7 @@ async fn a_publisher_whose_lease_was_taken_over_writes_nothing() {
 /// above can fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_barrier_only_design_lets_a_taken_over_publisher_write() {
-    let config = short_lease_config().with_variant(capcat_proto::config::Variant::BarrierOnly);
-    if let Some(changed) = taken_over_publisher("barrier_only", config).await {
+    if let Some(changed) = taken_over_publisher("barrier_only", Design::BarrierOnly).await {
         assert!(
             changed,
             "the barrier-only design wrote nothing: the scenario lost its teeth"

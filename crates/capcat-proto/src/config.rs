@@ -94,38 +94,6 @@ pub enum ConfigError {
     },
 }
 
-/// Rejected protocol designs the model checker runs as variants. Only the
-/// `mutations` feature (and this crate's tests) can select anything but the
-/// shipped design, so production code cannot reach them.
-#[cfg(any(test, feature = "mutations"))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Variant {
-    /// The shipped protocol.
-    #[default]
-    Shipped,
-    /// Publish INSERTs carry the version barrier but no lease fence.
-    BarrierOnly,
-    /// The fence as two scalar subqueries (lease_id and expiry read
-    /// separately): a takeover between the two reads passes it.
-    TwoSubqueryFence,
-    /// The publish read-back counts rows at V instead of comparing
-    /// publish_ids: any row at V reads as `Won`.
-    CountOnlyReadBack,
-    /// Release writes its tombstone without the fence.
-    UnfencedRelease,
-    /// Re-acquire by the holder mints a fresh lease_id (the acquire's
-    /// `fresh_lease_id`) instead of keeping its own.
-    FreshLeaseIdOnReacquire,
-    /// Publish INSERTs carry no `max_execution_time`.
-    NoExecutionCap,
-    /// The index pass records the inventory before publishing.
-    InventoryBeforePublish,
-    /// Publish INSERTs carry no guard at all, and the read-back asks "am I
-    /// the highest published version?" after the rows are durable.
-    PostWriteCheck,
-}
-
 /// The validated protocol configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
@@ -136,10 +104,6 @@ pub struct Config {
     max_allocate_attempts: u32,
     max_publish_attempts: u32,
     chunk: usize,
-    #[cfg(any(test, feature = "mutations"))]
-    variant: Variant,
-    #[cfg(any(test, feature = "mutations"))]
-    wait_out_contested_term: bool,
 }
 
 impl Config {
@@ -173,10 +137,6 @@ impl Config {
             max_allocate_attempts: DEFAULT_MAX_ALLOCATE_ATTEMPTS,
             max_publish_attempts: DEFAULT_MAX_PUBLISH_ATTEMPTS,
             chunk: MAX_CHUNK,
-            #[cfg(any(test, feature = "mutations"))]
-            variant: Variant::Shipped,
-            #[cfg(any(test, feature = "mutations"))]
-            wait_out_contested_term: true,
         };
         cfg.check_margin()
     }
@@ -234,85 +194,6 @@ impl Config {
         Ok(self)
     }
 
-    /// Selects a rejected design (model checking only).
-    #[cfg(any(test, feature = "mutations"))]
-    pub fn with_variant(mut self, variant: Variant) -> Self {
-        self.variant = variant;
-        self
-    }
-
-    /// Sets the publish timeout WITHOUT the checks of [`Config::new`], so a
-    /// cap at or above the lease TTL can be modelled (model checking only).
-    #[cfg(any(test, feature = "mutations"))]
-    pub fn with_publish_timeout_s_unchecked(mut self, publish_timeout_s: u32) -> Self {
-        self.publish_timeout_s = publish_timeout_s;
-        self
-    }
-
-    /// Whether an acquire waits out a contested head term (model checking
-    /// only; the shipped acquire always does). An acquire treats a live
-    /// head row of another lease as held even when its term is contested:
-    /// that row's claimant may have read itself back as the sole claimant
-    /// before the rival claim landed, and may still have a fenced statement
-    /// in flight. Passing `false` restores the acquire that took a contested
-    /// head at once, which the model checker shows can grow a pinned
-    /// snapshot (the `ContestedTermTakenAtOnce` counterexample).
-    #[cfg(any(test, feature = "mutations"))]
-    pub fn with_wait_out_contested_term(mut self, wait: bool) -> Self {
-        self.wait_out_contested_term = wait;
-        self
-    }
-
-    /// Whether an acquire waits out a contested head term: always true
-    /// without the `mutations` feature.
-    pub(crate) fn waits_out_contested_term(&self) -> bool {
-        #[cfg(any(test, feature = "mutations"))]
-        {
-            self.wait_out_contested_term
-        }
-        #[cfg(not(any(test, feature = "mutations")))]
-        {
-            true
-        }
-    }
-
-    /// The selected design.
-    #[cfg(any(test, feature = "mutations"))]
-    pub fn variant(&self) -> Variant {
-        self.variant
-    }
-
-    /// True when this configuration runs the rejected design `v`. Always
-    /// false without the `mutations` feature, so the shipped code paths are
-    /// the only ones a production build can take.
-    pub(crate) fn is(&self, v: VariantName) -> bool {
-        #[cfg(any(test, feature = "mutations"))]
-        {
-            matches!(
-                (self.variant, v),
-                (Variant::BarrierOnly, VariantName::BarrierOnly)
-                    | (Variant::TwoSubqueryFence, VariantName::TwoSubqueryFence)
-                    | (Variant::CountOnlyReadBack, VariantName::CountOnlyReadBack)
-                    | (Variant::UnfencedRelease, VariantName::UnfencedRelease)
-                    | (
-                        Variant::FreshLeaseIdOnReacquire,
-                        VariantName::FreshLeaseIdOnReacquire
-                    )
-                    | (Variant::NoExecutionCap, VariantName::NoExecutionCap)
-                    | (
-                        Variant::InventoryBeforePublish,
-                        VariantName::InventoryBeforePublish
-                    )
-                    | (Variant::PostWriteCheck, VariantName::PostWriteCheck)
-            )
-        }
-        #[cfg(not(any(test, feature = "mutations")))]
-        {
-            let _ = v;
-            false
-        }
-    }
-
     /// Lease time-to-live in nanoseconds (server clock).
     pub fn lease_ttl_ns(&self) -> u64 {
         self.lease_ttl_ns
@@ -353,22 +234,6 @@ impl Default for Config {
         Self::new(DEFAULT_LEASE_TTL_NS, DEFAULT_PUBLISH_TIMEOUT_NS)
             .expect("the default timeout is whole seconds and below the default TTL")
     }
-}
-
-/// Names of the rejected designs, visible to the machines without the
-/// feature so their code compiles the same way in every build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum VariantName {
-    BarrierOnly,
-    #[cfg(any(test, feature = "mutations"))]
-    TwoSubqueryFence,
-    CountOnlyReadBack,
-    UnfencedRelease,
-    FreshLeaseIdOnReacquire,
-    NoExecutionCap,
-    InventoryBeforePublish,
-    #[cfg(any(test, feature = "mutations"))]
-    PostWriteCheck,
 }
 
 /// The jitter window for attempt `attempt` (0-based): a claim retry skips

@@ -24,23 +24,13 @@
 //! [`CAPTURE_COLUMNS`] ([`descriptor_rows_structure`]), so the server parses
 //! every field as its column's exact type.
 //!
-//! Why a `String` holding rows rather than a typed `Array(Tuple(...))`
-//! parameter (the first design): libchdb 26.7.3 spends ~30 to 45 ms turning
-//! a 1,000-row `Array(Tuple(...))` parameter into a constant before the
-//! INSERT starts, while an input format reads the same rows in a few
-//! milliseconds (docs/benchmarks.md, "Catalog adapter", has the measured
-//! table). Why `TabSeparated` rather than `Values` (as fast, and the tuple
-//! literals already existed): the `Values` reader falls back to evaluating a
-//! row it cannot parse as an SQL expression, and in `format(...)` no setting
-//! turns that off (measured: `input_format_values_interpret_expressions = 0`
-//! in the query or the request changes nothing), while `TabSeparated` only
-//! ever parses data. Why not a `FORMAT` body the adapter streams:
-//! [`Statement`] stays one shape (text + parameters) for every statement the
-//! protocol emits, so the model checker and both transports need no second
-//! path; the values still never enter SQL text; and the INSERT stays an
-//! `INSERT ... SELECT`, so a guard could be added to it without changing how
-//! its values travel. The parameter's size is still proportional to the
-//! rows, which is why descriptor rows go in chunks of at most
+//! A `String` of rows keeps [`Statement`] one shape (text + parameters) for
+//! every statement, keeps values out of SQL text, and is parsed by the
+//! engine far faster than a typed `Array(Tuple(...))` parameter;
+//! `TabSeparated` only ever parses data, where `Values` would evaluate a
+//! field it cannot parse as an expression. docs/protocol.md gives the
+//! reasons and docs/benchmarks.md the measurements. The parameter grows
+//! with the rows, so descriptor rows go in chunks of at most
 //! [`crate::config::MAX_CHUNK`] rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of
 //! parameter text ([`descriptor_chunks`]).
 //!

@@ -19,12 +19,12 @@ pub mod config;
 mod decode;
 pub mod demand;
 pub mod descriptor;
+#[cfg(any(test, feature = "designs"))]
+pub mod designs;
 pub mod fragments;
 pub mod index;
 pub mod lease;
 pub mod machine;
-#[cfg(any(test, feature = "mutations"))]
-pub mod mutations;
 pub mod publish;
 pub mod reader;
 pub mod schema;

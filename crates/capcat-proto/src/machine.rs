@@ -31,6 +31,18 @@ pub enum Input {
     Drawn(u64),
 }
 
+impl Input {
+    /// What this input is, for error messages: "rows", "a failure" or "a
+    /// draw".
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Input::Rows(_) => "rows",
+            Input::Failed(_) => "a failure",
+            Input::Drawn(_) => "a draw",
+        }
+    }
+}
+
 /// Why a statement produced no rows.
 ///
 /// A failure is *ambiguous* unless stated otherwise: an INSERT that timed out
@@ -71,6 +83,19 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// The failure a machine that asked for a statement's result reports
+    /// when it is handed `input` of another kind (a draw).
+    pub fn unasked(input: &Input) -> Self {
+        Self::Malformed {
+            message: format!(
+                "{} was handed to a machine that asked for a statement",
+                input.describe()
+            ),
+        }
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -84,11 +109,41 @@ impl std::fmt::Display for Failure {
 
 /// A protocol operation as a sans-IO state machine.
 ///
-/// Contract: after [`Machine::poll`] returns [`Step::Execute`] or
-/// [`Step::Draw`], the driver calls [`Machine::handle`] exactly once before
-/// polling again. Once `poll` returns [`Step::Done`] it keeps returning the
-/// same outcome. Every machine terminates within its documented attempt
-/// bound whatever inputs it is given.
+/// A machine has two methods, called in a fixed order until it is done:
+///
+/// 1. [`Machine::poll`] says what the machine needs next: a statement to
+///    execute ([`Step::Execute`]), a jitter value to draw ([`Step::Draw`]),
+///    or nothing more, with its outcome ([`Step::Done`]).
+/// 2. After `Execute` or `Draw`, the driver calls [`Machine::handle`]
+///    exactly once with the answer ([`Input::Rows`], [`Input::Failed`] or
+///    [`Input::Drawn`]) before it polls again.
+///
+/// ```
+/// use capcat_proto::{Allocate, Config, Input, Machine, Rows, Step, Tables, Value};
+///
+/// let mut allocate = Allocate::new(Tables::new("t").unwrap(), Config::default(), uuid::Uuid::nil());
+/// let outcome = loop {
+///     match allocate.poll() {
+///         // A real driver runs the statement on the catalog; this one
+///         // answers as an empty catalog would.
+///         Step::Execute(stmt) => allocate.handle(Input::Rows(match stmt.name {
+///             "allocate.read_head" => Rows(vec![vec![Value::UInt64(0)]]),
+///             "allocate.read_claims" => Rows(vec![vec![Value::Uuid(uuid::Uuid::nil())]]),
+///             _ => Rows::empty(),
+///         })),
+///         Step::Draw { below } => allocate.handle(Input::Drawn(below - 1)),
+///         Step::Done(outcome) => break outcome,
+///     }
+/// };
+/// assert_eq!(outcome, Ok(1));
+/// ```
+///
+/// Contract: once `poll` returns [`Step::Done`] it keeps returning the same
+/// outcome, and `handle` ignores anything it is given. An input of the
+/// wrong kind (a draw where a statement's result was asked for) ends the
+/// machine with a typed error, never a panic. Every machine terminates
+/// within its documented attempt bound whatever inputs it is given, and
+/// consumes its state by value on every `handle`: no step copies it.
 pub trait Machine {
     /// The typed result of the operation.
     type Outcome;

@@ -6,8 +6,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::error::Error as _;
 
-use capcat_proto::config::{Config, Variant};
+use capcat_proto::config::Config;
 use capcat_proto::descriptor::Locator;
+use capcat_proto::designs::Design;
 use capcat_proto::index::{attempt_ids, sql::commit_packs};
 use capcat_proto::{
     CaptureDescriptor, IndexError, IndexPass, IndexReport, Lease, LeaseClaim, Param, Tables, Value,
@@ -378,25 +379,23 @@ fn a_failed_watermark_leaves_the_packs_out_of_the_inventory() {
 /// snapshot holds when the publish then fails.
 #[test]
 fn inventory_before_publish_variant_records_invisible_packs() {
-    for (variant, recorded) in [
-        (Variant::Shipped, false),
-        (Variant::InventoryBeforePublish, true),
+    for (design, recorded) in [
+        (Design::Shipped, false),
+        (Design::InventoryBeforePublish, true),
     ] {
         let (mut cat, lease) = catalog_with_lease();
         cat.fail_next.push("publish.insert_watermark");
         drive(
-            &mut IndexPass::new(
+            &mut design.wrap(
                 tables(),
-                Config::default().with_variant(variant),
-                lease,
-                batch(1, 1),
-                SEED,
+                Config::default(),
+                IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),
             ),
             |s| cat.respond(s),
             |_| 0,
             1_000,
         );
-        assert_eq!(!cat.inventory.is_empty(), recorded, "{variant:?}");
+        assert_eq!(!cat.inventory.is_empty(), recorded, "{design}");
         assert!(cat.visible_packs().is_empty());
     }
 }

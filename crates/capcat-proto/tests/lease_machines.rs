@@ -3,7 +3,8 @@
 
 mod common;
 
-use capcat_proto::config::{Config, Variant};
+use capcat_proto::config::Config;
+use capcat_proto::designs::Design;
 use capcat_proto::{Input, Lease, LeaseClaim, LeaseError, Machine, Release, Step, Tables};
 use common::{LeaseLog, LeaseRow, drive, id};
 
@@ -104,33 +105,26 @@ fn holder_reacquire_keeps_its_lease_id_at_a_new_term() {
     );
 }
 
+/// The rejected design, played as its caller plays it: a holder that
+/// re-acquires under a fresh lease id, forgetting the lease it holds, is a
+/// stranger to its own live row and is refused by itself (`OneLiveLease`'s
+/// self-lockout). Shows the test above can fail.
 #[test]
-fn the_fresh_lease_id_variant_loses_the_fencing_identity_on_reacquire() {
-    // The rejected design, kept for the model checker: shows the test above
-    // can fail.
+fn the_fresh_lease_id_design_is_refused_by_its_own_live_lease() {
     let mut log = LeaseLog::new(&tables(), 1_000);
     let first = acquire(&mut log, "a", None, 1).expect("acquire");
-    let mut m = LeaseClaim::acquire(
-        tables(),
-        cfg().with_variant(Variant::FreshLeaseIdOnReacquire),
-        "a".into(),
-        Some(first.clone()),
-        id(99),
+    assert_eq!(
+        Design::FreshLeaseIdOnReacquire.acts(),
+        capcat_proto::designs::Acts::Caller
     );
-    let again = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100).outcome;
-    // The fresh id's claim lands above the holder's own live row, and the
-    // read-back counts that row as another lease's: the holder is refused
-    // by itself, and its old token is fenced out by its own new claim.
+    let again = acquire(&mut log, "a", None, 99);
     assert!(
         matches!(
             again,
-            Err(LeaseError::Contested { .. }) | Err(LeaseError::Held { .. })
+            Err(LeaseError::Held { lease_id, ref holder, .. })
+                if lease_id == first.lease_id && holder == "a"
         ),
         "{again:?}"
-    );
-    assert!(
-        !log.fence_admits_lease(&first, 0),
-        "the old token is now fenced out"
     );
 }
 
@@ -339,8 +333,8 @@ fn renew_refuses_an_empty_lease_table() {
     ));
 }
 
-fn release(log: &mut LeaseLog, cfg: Config, lease: Lease) -> Result<(), LeaseError> {
-    let mut m = Release::new(tables(), cfg, lease);
+fn release(log: &mut LeaseLog, design: Design, lease: Lease) -> Result<(), LeaseError> {
+    let mut m = design.wrap(tables(), cfg(), Release::new(tables(), cfg(), lease));
     let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 10);
     assert_eq!(run.names(), ["lease.release"], "release is ONE statement");
     run.outcome
@@ -350,7 +344,7 @@ fn release(log: &mut LeaseLog, cfg: Config, lease: Lease) -> Result<(), LeaseErr
 fn release_by_the_holder_writes_a_tombstone_and_frees_the_lease() {
     let mut log = LeaseLog::new(&tables(), 1_000);
     let lease = acquire(&mut log, "a", None, 1).expect("acquire");
-    release(&mut log, cfg(), lease).expect("released");
+    release(&mut log, Design::Shipped, lease).expect("released");
     assert_eq!(
         log.head().map(|h| h.expires_at_ns),
         Some(0),
@@ -363,18 +357,18 @@ fn release_by_the_holder_writes_a_tombstone_and_frees_the_lease() {
 /// holder's live lease (it wrote a tombstone above whatever head stood).
 #[test]
 fn stale_release_does_not_revoke_a_live_successor() {
-    for (variant, revoked) in [(Variant::Shipped, false), (Variant::UnfencedRelease, true)] {
+    for (design, revoked) in [(Design::Shipped, false), (Design::UnfencedRelease, true)] {
         let mut log = LeaseLog::new(&tables(), 1_000);
         let stale = acquire(&mut log, "stale", None, 1).expect("acquire");
         log.now_ns += TTL + 1;
         let healthy = acquire(&mut log, "healthy", None, 2).expect("takeover");
-        release(&mut log, cfg().with_variant(variant), stale).expect("the statement ran");
-        assert_eq!(log.fence_admits_lease(&healthy, 0), !revoked, "{variant:?}");
+        release(&mut log, design, stale).expect("the statement ran");
+        assert_eq!(log.fence_admits_lease(&healthy, 0), !revoked, "{design}");
         // Even over a revoked head, the healthy lease's live row refuses a
         // third claimant's read-back: the unfenced tombstone costs the
         // healthy holder its fence, never a second holder beside it.
         let third = acquire(&mut log, "third", None, 3);
-        assert!(third.is_err(), "{variant:?}: {third:?}");
+        assert!(third.is_err(), "{design}: {third:?}");
     }
 }
 
@@ -537,7 +531,7 @@ fn an_acquire_retry_is_never_refused_by_its_own_abandoned_claim() {
 fn a_renewal_over_its_own_tombstone_is_refused() {
     let mut log = LeaseLog::new(&tables(), 1_000);
     let lease = acquire(&mut log, "a", None, 1).expect("acquire");
-    release(&mut log, cfg(), lease.clone()).expect("released");
+    release(&mut log, Design::Shipped, lease.clone()).expect("released");
     let rows_before = log.rows.len();
     let mut m = LeaseClaim::renew(tables(), cfg(), lease);
     let outcome = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 10).outcome;

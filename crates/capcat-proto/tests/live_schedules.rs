@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use capcat_chdb::{Engine, Request};
 use capcat_proto::config::Config;
-use capcat_proto::mutations::{
+use capcat_proto::designs::{
     lease_id_fence as lease_id_fence_mutation, marginless_fence, own_term_read_back,
 };
 use capcat_proto::statement::Statement;

@@ -5,7 +5,8 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use capcat_proto::config::{Config, ConfigError, Variant};
+use capcat_proto::config::{Config, ConfigError};
+use capcat_proto::designs::Design;
 use capcat_proto::fragments::{lease_fence, manifest_complete, version_barrier};
 use capcat_proto::{
     Failure, Input, Lease, LeaseClaim, Machine, PackRef, Publish, PublishError, PublishOutcome,
@@ -123,19 +124,11 @@ fn a_publish_at_or_below_the_published_head_is_a_lost_race_that_wrote_nothing() 
 /// row alone at V read as success.
 #[test]
 fn a_foreign_row_alone_at_v_is_a_lost_race_not_a_win() {
-    for (variant, won) in [
-        (Variant::Shipped, false),
-        (Variant::CountOnlyReadBack, true),
-    ] {
+    for (design, won) in [(Design::Shipped, false), (Design::CountOnlyReadBack, true)] {
         let (mut cat, lease) = catalog_with_lease(1);
-        let mut m = Publish::new(
-            tables(),
-            Config::default().with_variant(variant),
-            lease,
-            3,
-            packs(1),
-            id(50),
-        );
+        let cfg = Config::default();
+        let publish = Publish::new(tables(), cfg.clone(), lease, 3, packs(1), id(50));
+        let mut m = design.wrap(tables(), cfg, publish);
         let run = drive(
             &mut m,
             |s| match s.name {
@@ -148,7 +141,7 @@ fn a_foreign_row_alone_at_v_is_a_lost_race_not_a_win() {
         assert_eq!(
             matches!(run.outcome, Ok(PublishOutcome::Won { .. })),
             won,
-            "{variant:?}: {:?}",
+            "{design}: {:?}",
             run.outcome
         );
     }
@@ -277,10 +270,11 @@ fn a_taken_over_publisher_is_refused_at_renewal_and_issues_nothing_else() {
 /// inside each INSERT is the only thing that can stop it.
 #[test]
 fn a_takeover_after_the_renewal_is_fenced_out_and_writes_nothing() {
-    for (variant, lands) in [(Variant::Shipped, false), (Variant::BarrierOnly, true)] {
+    for (design, lands) in [(Design::Shipped, false), (Design::BarrierOnly, true)] {
         let (mut cat, lease) = catalog_with_lease(1);
-        let cfg = Config::default().with_variant(variant);
-        let mut m = Publish::new(tables(), cfg, lease, 1, packs(2), id(50));
+        let cfg = Config::default();
+        let publish = Publish::new(tables(), cfg.clone(), lease, 1, packs(2), id(50));
+        let mut m = design.wrap(tables(), cfg, publish);
         // Run the renewal.
         loop {
             match m.poll() {
@@ -300,8 +294,8 @@ fn a_takeover_after_the_renewal_is_fenced_out_and_writes_nothing() {
             .outcome
             .expect("takeover");
         let run = drive(&mut m, |s| cat.respond(s), |_| 0, 100);
-        assert_eq!(!cat.manifest.is_empty(), lands, "{variant:?}: manifest");
-        assert_eq!(!cat.watermark.is_empty(), lands, "{variant:?}: watermark");
+        assert_eq!(!cat.manifest.is_empty(), lands, "{design}: manifest");
+        assert_eq!(!cat.watermark.is_empty(), lands, "{design}: watermark");
         if !lands {
             assert!(
                 matches!(run.outcome, Ok(PublishOutcome::LeaseLost { .. })),
@@ -488,15 +482,12 @@ fn whole_seconds_timeout_is_required_and_below_the_ttl() {
 }
 
 #[test]
-fn the_no_cap_variant_drops_max_execution_time() {
+fn the_no_cap_design_drops_max_execution_time() {
     let (mut cat, lease) = catalog_with_lease(1);
-    let run = publish(
-        &mut cat,
-        Config::default().with_variant(Variant::NoExecutionCap),
-        lease,
-        1,
-        id(50),
-    );
+    let cfg = Config::default();
+    let publish = Publish::new(tables(), cfg.clone(), lease, 1, packs(2), id(50));
+    let mut m = Design::NoExecutionCap.wrap(tables(), cfg, publish);
+    let run = drive(&mut m, |s| cat.respond(s), |_| 0, 100);
     assert_eq!(
         run.named("publish.insert_watermark")[0]
             .settings

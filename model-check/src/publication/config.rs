@@ -45,10 +45,10 @@ pub struct ModelConfig {
     /// Attempt bounds of capcat-proto's machines (claim, allocate, publish).
     pub attempts: (u32, u32, u32),
     /// Test-only: rebuild the publish statements with the fence text cut
-    /// out (capcat-proto's `mutations::without_lease_fence` hook).
+    /// out (capcat-proto's `designs::without_lease_fence` rewrite).
     pub strip_fence: bool,
     /// Test-only: send the watermark INSERT without its `MANIFEST_COMPLETE`
-    /// guard (capcat-proto's `mutations::without_manifest_check` hook), to
+    /// guard (capcat-proto's `designs::without_manifest_check` rewrite), to
     /// measure what that guard adds beside the exact-row fence.
     pub strip_manifest_check: bool,
     /// Liveness model: `HolderEventuallyPublishes` is checked at terminal
@@ -252,13 +252,10 @@ impl ModelConfig {
         let cfg = Config::new(ttl_ns, cap_ns)?
             .with_fence_slack_ns(0)?
             .with_attempts(claim, allocate, publish)?
-            .with_chunk(1)?
-            .with_variant(self.design.proto_variant())
-            .with_wait_out_contested_term(self.design.waits_out_contested_term());
-        Ok(if self.design == Design::CapAtLeastTtl {
-            cfg.with_publish_timeout_s_unchecked(u32::from(self.ttl_ticks))
-        } else {
-            cfg
-        })
+            .with_chunk(1)?;
+        // A rejected design is not a configuration: the machines run with
+        // this one and `Design::wrap` rewrites what they send and read
+        // (the cap-at-TTL design's cap included).
+        Ok(cfg)
     }
 }

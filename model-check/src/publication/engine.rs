@@ -14,14 +14,15 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::fragments::meaning::{self, HeldRow, Reach, rejected};
+use capcat_proto::designs::meaning as rejected;
+use capcat_proto::designs::{
+    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
+    version_only_membership_predicate,
+};
+use capcat_proto::fragments::meaning::{self, HeldRow, Reach};
 use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
     MembershipBound, TERM_PARAM,
-};
-use capcat_proto::mutations::{
-    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
-    version_only_membership_predicate,
 };
 use capcat_proto::statement::{Param, Rows, Statement, Value};
 use capcat_proto::{PackRef, Tables};
@@ -89,7 +90,7 @@ pub fn guards(tables: &Tables, sql: &str) -> Guards {
         Fence::Marginless
     } else if sql.contains(&lease_id_fence_text(tables)) {
         Fence::LeaseIdOnly
-    } else if sql.contains(&fragments::two_subquery_fence(tables)) {
+    } else if sql.contains(&capcat_proto::designs::two_subquery_fence_text(tables)) {
         Fence::TwoReads
     } else {
         Fence::None
@@ -584,7 +585,7 @@ pub fn is_conditional_insert(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use capcat_proto::config::Variant;
+    use capcat_proto::designs::Design;
     use capcat_proto::publish::sql::insert_watermark;
     use capcat_proto::{Config, Tables};
 
@@ -595,14 +596,15 @@ mod tests {
         Tables::new("m").expect("valid prefix")
     }
 
-    fn watermark(variant: Variant) -> Statement {
-        let cfg = Config::default().with_variant(variant);
-        insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), &test_lease(), 0)
+    fn watermark(design: Design) -> Statement {
+        let cfg = Config::default();
+        let stmt = insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), &test_lease(), 0);
+        design.rewrite(stmt, &tables(), &cfg)
     }
 
     #[test]
     fn the_engine_finds_both_guards_in_the_shipped_publish_statement() {
-        let g = guards(&tables(), &watermark(Variant::Shipped).sql);
+        let g = guards(&tables(), &watermark(Design::Shipped).sql);
         assert_eq!(
             g,
             Guards {
@@ -616,14 +618,14 @@ mod tests {
     #[test]
     fn a_statement_whose_fence_text_is_gone_runs_unfenced() {
         let cut =
-            capcat_proto::mutations::without_lease_fence(&watermark(Variant::Shipped), &tables());
+            capcat_proto::designs::without_lease_fence(&watermark(Design::Shipped), &tables());
         assert_eq!(guards(&tables(), &cut.sql).fence, Fence::None);
         assert_eq!(
-            guards(&tables(), &watermark(Variant::BarrierOnly).sql).fence,
+            guards(&tables(), &watermark(Design::BarrierOnly).sql).fence,
             Fence::None
         );
         assert_eq!(
-            guards(&tables(), &watermark(Variant::TwoSubqueryFence).sql).fence,
+            guards(&tables(), &watermark(Design::TwoSubqueryFence).sql).fence,
             Fence::TwoReads
         );
     }
@@ -631,13 +633,13 @@ mod tests {
     #[test]
     fn an_unfenced_watermark_lands_without_a_lease_and_a_fenced_one_does_not() {
         let db = Db::default();
-        let fenced = db.evaluate(&tables(), &watermark(Variant::Shipped), 0, None);
+        let fenced = db.evaluate(&tables(), &watermark(Design::Shipped), 0, None);
         assert_eq!(
             fenced,
             Ok(Landing::Nothing),
             "no lease row: the fence is false"
         );
-        let unfenced = db.evaluate(&tables(), &watermark(Variant::BarrierOnly), 0, None);
+        let unfenced = db.evaluate(&tables(), &watermark(Design::BarrierOnly), 0, None);
         assert_eq!(unfenced, Ok(Landing::Watermark(1, Uuid::from_u128(1))));
     }
 }

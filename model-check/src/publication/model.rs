@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use capcat_proto::descriptor::Locator;
+use capcat_proto::designs::{Designable, Designed};
 use capcat_proto::fragments::WATERMARK_PARAM;
 use capcat_proto::index::attempt_ids;
 use capcat_proto::lease::{LeaseClaim, LeaseError, Release};
@@ -212,32 +213,31 @@ impl PublicationModel {
         &self.proto
     }
 
-    /// A statement as the design sends it: the machines build it; a rejected
-    /// design's hook (or a test-only switch) rewrites its text through
-    /// capcat-proto's mutations.
+    /// A statement as it is sent: the design's rewrites are already in it
+    /// (the machines run wrapped in [`Design::wrap`]); a test-only switch
+    /// may cut a guard out of it here, through capcat-proto's designs.
     pub fn as_sent(&self, stmt: Statement) -> Statement {
-        use capcat_proto::mutations as m;
+        use capcat_proto::designs as d;
         let publish = matches!(
             stmt.name,
             "publish.insert_manifest" | "publish.insert_watermark"
         );
-        let fenced = publish || stmt.name == "lease.release";
-        match self.cfg.design {
-            _ if self.cfg.strip_manifest_check && stmt.name == "publish.insert_watermark" => {
-                m::without_manifest_check(&stmt, &self.tables)
-            }
-            _ if self.cfg.strip_fence && publish => m::without_lease_fence(&stmt, &self.tables),
-            Design::MarginlessFence if fenced => m::marginless_fence(&stmt, &self.tables),
-            Design::LeaseIdFence if fenced => m::lease_id_fence(&stmt, &self.tables),
-            // ContestedTermTakenAtOnce is the design as it stood when the
-            // model found it: the old acquire with the read-back of that time.
-            Design::OwnTermReadBack | Design::ContestedTermTakenAtOnce
-                if stmt.name == "lease.read_claims" =>
-            {
-                m::own_term_read_back(&stmt, &self.tables)
-            }
-            _ => stmt,
+        if self.cfg.strip_manifest_check && stmt.name == "publish.insert_watermark" {
+            d::without_manifest_check(&stmt, &self.tables)
+        } else if self.cfg.strip_fence && publish {
+            d::without_lease_fence(&stmt, &self.tables)
+        } else {
+            stmt
         }
+    }
+
+    /// `machine` run as the model's design.
+    fn designed<M: Designable>(&self, machine: M) -> Box<Designed<M>> {
+        Box::new(
+            self.cfg
+                .design
+                .wrap(self.tables.clone(), self.proto.clone(), machine),
+        )
     }
 
     fn new_publisher(&self, incarnation: u8) -> Publisher {
@@ -280,7 +280,7 @@ impl PublicationModel {
                     // The claim id is this incarnation's own row whether or
                     // not it ever holds: refused by it is a self-lockout.
                     p.own_lease_ids.insert(claim_id);
-                    p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
+                    p.phase = Phase::Acquire(self.designed(LeaseClaim::acquire(
                         self.tables.clone(),
                         self.proto.clone(),
                         holder(idx),
@@ -303,7 +303,7 @@ impl PublicationModel {
                         pass.handle(input);
                     }
                     Step::Done(outcome) => {
-                        let pass = pass.as_ref().clone();
+                        let pass = pass.inner().clone();
                         self.on_pass_done(s, i, &pass, outcome);
                     }
                     _ => return,
@@ -343,7 +343,7 @@ impl PublicationModel {
                     };
                     let claim_id = fresh_lease_id(idx, p.incarnation, p.rounds + 100);
                     p.own_lease_ids.insert(claim_id);
-                    p.phase = Phase::Acquire(Box::new(LeaseClaim::acquire(
+                    p.phase = Phase::Acquire(self.designed(LeaseClaim::acquire(
                         self.tables.clone(),
                         self.proto.clone(),
                         holder(idx),
@@ -366,15 +366,17 @@ impl PublicationModel {
 
     /// Index pass number `pass` of publisher `idx`'s incarnation, under `lease`.
     fn pass(&self, idx: u8, incarnation: u8, pass: u8, lease: capcat_proto::Lease) -> Phase {
-        Phase::Pass(Box::new(IndexPass::new(
-            self.tables.clone(),
-            self.proto.clone(),
-            lease,
-            (0..self.cfg.packs_per_pass)
-                .map(|k| descriptor(idx, pass, k))
-                .collect(),
-            pass_seed(idx, incarnation, pass),
-        )))
+        Phase::Pass(
+            self.designed(IndexPass::new(
+                self.tables.clone(),
+                self.proto.clone(),
+                lease,
+                (0..self.cfg.packs_per_pass)
+                    .map(|k| descriptor(idx, pass, k))
+                    .collect(),
+                pass_seed(idx, incarnation, pass),
+            )),
+        )
     }
 
     fn on_pass_done(
@@ -436,7 +438,7 @@ impl PublicationModel {
             p.passes += 1;
             self.pass(idx, p.incarnation, p.passes, lease)
         } else if self.cfg.release {
-            Phase::Release(Box::new(Release::new(
+            Phase::Release(self.designed(Release::new(
                 self.tables.clone(),
                 self.proto.clone(),
                 lease,
@@ -675,18 +677,7 @@ impl PublicationModel {
         let Step::Execute(search) = page.poll() else {
             return None;
         };
-        let search = match self.cfg.design {
-            Design::MembershipOnVersionAlone => {
-                capcat_proto::mutations::membership_on_version_alone(&search, &self.tables)
-            }
-            Design::RowsAboveWatermark => {
-                capcat_proto::mutations::rows_above_watermark(&search, &self.tables)
-            }
-            Design::UnpublishedRowsResolve => {
-                capcat_proto::mutations::unpublished_rows_resolve(&search, &self.tables)
-            }
-            _ => search,
-        };
+        let search = self.cfg.design.rewrite(search, &self.tables, &self.proto);
         match search.params.get(WATERMARK_PARAM) {
             Some(Param::UInt64(w)) => Some((*w, search)),
             _ => None,

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use capcat_proto::designs::Designed;
 use capcat_proto::lease::{Lease, LeaseClaim, Release};
 use capcat_proto::statement::Statement;
 use capcat_proto::{IndexPass, PackRef};
@@ -17,11 +18,11 @@ pub enum Phase {
     /// About to acquire the lease (fresh start or after a restart).
     Start,
     /// Acquiring (or, for a holder, re-acquiring) the lease.
-    Acquire(Box<LeaseClaim>),
+    Acquire(Box<Designed<LeaseClaim>>),
     /// Running its index pass under the lease.
-    Pass(Box<IndexPass>),
+    Pass(Box<Designed<IndexPass>>),
     /// Releasing its lease after the pass (possibly as a stale holder).
-    Release(Box<Release>),
+    Release(Box<Designed<Release>>),
     /// Finished.
     Done,
 }

@@ -11,8 +11,8 @@
 //! instead of running the statement as if it were unguarded.
 
 use capcat_proto::Tables;
+use capcat_proto::designs::{lease_id_fence_text, marginless_fence_text};
 use capcat_proto::fragments;
-use capcat_proto::mutations::{lease_id_fence_text, marginless_fence_text};
 use capcat_proto::statement::Statement;
 
 /// Why the model cannot give a statement a meaning.
@@ -72,7 +72,7 @@ fn top_level_where(sql: &str) -> Option<&str> {
 }
 
 /// Every conjunct a guarded statement may carry: the shipped fragments, the
-/// rejected designs' texts (capcat-proto's `mutations` builds them), and
+/// rejected designs' texts (capcat-proto's `designs` module builds them), and
 /// the always-true `1 = 1` of the unguarded designs.
 fn known_conjuncts(tables: &Tables) -> Vec<String> {
     let mut known = vec![
@@ -83,7 +83,7 @@ fn known_conjuncts(tables: &Tables) -> Vec<String> {
         lease_id_fence_text(tables),
         "1 = 1".to_owned(),
     ];
-    let two_reads = fragments::two_subquery_fence(tables);
+    let two_reads = capcat_proto::designs::two_subquery_fence_text(tables);
     known.extend(
         split_top_level(&two_reads, " AND ")
             .into_iter()

@@ -4,11 +4,11 @@
 //! not carry these statements, so the replay builds them with the same
 //! machine (tenant `t`, the model's reader query), and, where the model's
 //! prediction says the statement carried the version-only membership
-//! predicate, through capcat-proto's same `mutations` hook the model uses.
+//! predicate, through capcat-proto's same `designs` rewrite the model uses.
 
 use std::collections::BTreeSet;
 
-use capcat_proto::mutations::{
+use capcat_proto::designs::{
     membership_on_version_alone, rows_above_watermark, unpublished_rows_resolve,
 };
 use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};

@@ -8,14 +8,15 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::fragments::meaning::{self, Reach, rejected};
+use capcat_proto::designs::meaning as rejected;
+use capcat_proto::designs::{
+    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
+    version_only_membership_predicate,
+};
+use capcat_proto::fragments::meaning::{self, Reach};
 use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_EXPIRES_PARAM, LEASE_ID_PARAM,
     LEASE_TERM_PARAM, MANIFEST_PACKS_PARAM, MembershipBound, TERM_PARAM, WATERMARK_PARAM,
-};
-use capcat_proto::mutations::{
-    lease_id_fence_text, marginless_fence_text, own_term_read_back_text, rows_at_or_below_text,
-    version_only_membership_predicate,
 };
 use capcat_proto::{PackRef, Param, Tables};
 use uuid::Uuid;
@@ -111,7 +112,10 @@ fn lease_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
     let fence = bind_clock(&fragments::lease_fence(tables), true);
     let lease_id_fence = bind_clock(&lease_id_fence_text(tables), true);
     let marginless = bind_clock(&marginless_fence_text(tables), true);
-    let two_reads = bind_clock(&fragments::two_subquery_fence(tables), true);
+    let two_reads = bind_clock(
+        &capcat_proto::designs::two_subquery_fence_text(tables),
+        true,
+    );
     for &(lease, margin) in &state.params.fences {
         let params = [
             clock(),

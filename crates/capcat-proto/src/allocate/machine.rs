@@ -4,7 +4,6 @@ use uuid::Uuid;
 
 use crate::config::{Config, jitter_window};
 use crate::decode::{u64_at, uuid_at};
-use crate::lease::describe_input;
 use crate::machine::{Input, Machine, Step};
 use crate::statement::Rows;
 use crate::tables::Tables;
@@ -53,11 +52,7 @@ impl Allocate {
         self.claim_id
     }
 
-    fn finish(&mut self, outcome: Result<u64, AllocateError>) {
-        self.state = State::Done(outcome);
-    }
-
-    fn on_head(&mut self, rows: &Rows) {
+    fn on_head(&self, rows: &Rows) -> State {
         let head = match rows.0.first() {
             Some(row) if rows.0.len() == 1 => u64_at(row, 0, "head"),
             _ => Err(crate::decode::BadRow(format!(
@@ -66,15 +61,15 @@ impl Allocate {
             ))),
         };
         match head {
-            Ok(head) => self.state = State::Draw { head },
-            Err(bad) => self.finish(Err(AllocateError::Malformed {
+            Ok(head) => State::Draw { head },
+            Err(bad) => State::Done(Err(AllocateError::Malformed {
                 statement: "allocate.read_head",
                 detail: bad.0,
             })),
         }
     }
 
-    fn on_read_back(&mut self, version: u64, rows: &Rows) {
+    fn on_read_back(&mut self, version: u64, rows: &Rows) -> State {
         let mut ids = BTreeSet::new();
         for row in &rows.0 {
             match uuid_at(row, 0, "claim_id") {
@@ -82,7 +77,7 @@ impl Allocate {
                     ids.insert(id);
                 }
                 Err(bad) => {
-                    return self.finish(Err(AllocateError::Malformed {
+                    return State::Done(Err(AllocateError::Malformed {
                         statement: "allocate.read_claims",
                         detail: bad.0,
                     }));
@@ -90,16 +85,62 @@ impl Allocate {
             }
         }
         if ids.len() == 1 && ids.contains(&self.claim_id) {
-            return self.finish(Ok(version));
+            return State::Done(Ok(version));
         }
         self.attempt += 1;
         if self.attempt >= self.cfg.max_allocate_attempts() {
-            self.finish(Err(AllocateError::Exhausted {
+            State::Done(Err(AllocateError::Exhausted {
                 attempts: self.attempt,
                 last_version: version,
-            }));
+            }))
         } else {
-            self.state = State::ReadHead;
+            State::ReadHead
+        }
+    }
+
+    /// The state after `state` handles `input`.
+    fn next(&mut self, state: State, input: Input) -> State {
+        let window = jitter_window(self.attempt);
+        match (state, input) {
+            (done @ State::Done(_), _) => done,
+            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
+            (State::ReadHead, Input::Failed(failure)) => {
+                State::Done(Err(AllocateError::Statement {
+                    statement: "allocate.read_head",
+                    failure,
+                }))
+            }
+            (State::Draw { head }, Input::Drawn(skip)) if skip < window => {
+                match head.checked_add(1 + skip) {
+                    Some(version) => State::Insert { version },
+                    None => State::Done(Err(AllocateError::Malformed {
+                        statement: "allocate.read_head",
+                        detail: format!("head {head} leaves no version above it"),
+                    })),
+                }
+            }
+            // A failed claim INSERT may still land: the read-back decides.
+            (State::Insert { version }, Input::Rows(_) | Input::Failed(_)) => {
+                State::ReadBack { version }
+            }
+            (State::ReadBack { version }, Input::Rows(rows)) => self.on_read_back(version, &rows),
+            (State::ReadBack { .. }, Input::Failed(failure)) => {
+                State::Done(Err(AllocateError::Statement {
+                    statement: "allocate.read_claims",
+                    failure,
+                }))
+            }
+            (State::Draw { .. }, input) => State::Done(Err(AllocateError::UnexpectedInput {
+                expected: "a draw within the jitter window",
+                got: input.describe(),
+            })),
+            (
+                State::ReadHead | State::Insert { .. } | State::ReadBack { .. },
+                input @ Input::Drawn(_),
+            ) => State::Done(Err(AllocateError::UnexpectedInput {
+                expected: "rows or a failure",
+                got: input.describe(),
+            })),
         }
     }
 }
@@ -122,45 +163,9 @@ impl Machine for Allocate {
     }
 
     fn handle(&mut self, input: Input) {
-        match (self.state.clone(), input) {
-            (State::Done(_), _) => {}
-            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
-            (State::ReadHead, Input::Failed(failure)) => {
-                self.finish(Err(AllocateError::Statement {
-                    statement: "allocate.read_head",
-                    failure,
-                }))
-            }
-            (State::Draw { head }, Input::Drawn(skip)) if skip < jitter_window(self.attempt) => {
-                match head.checked_add(1 + skip) {
-                    Some(version) => self.state = State::Insert { version },
-                    None => self.finish(Err(AllocateError::Malformed {
-                        statement: "allocate.read_head",
-                        detail: format!("head {head} leaves no version above it"),
-                    })),
-                }
-            }
-            // A failed claim INSERT may still land: the read-back decides.
-            (State::Insert { version }, Input::Rows(_) | Input::Failed(_)) => {
-                self.state = State::ReadBack { version };
-            }
-            (State::ReadBack { version }, Input::Rows(rows)) => self.on_read_back(version, &rows),
-            (State::ReadBack { .. }, Input::Failed(failure)) => {
-                self.finish(Err(AllocateError::Statement {
-                    statement: "allocate.read_claims",
-                    failure,
-                }))
-            }
-            (state, input) => {
-                let expected = match state {
-                    State::Draw { .. } => "a draw within the jitter window",
-                    _ => "rows or a failure",
-                };
-                self.finish(Err(AllocateError::UnexpectedInput {
-                    expected,
-                    got: describe_input(&input),
-                }));
-            }
-        }
+        // The state is consumed by value and the transition names the next
+        // one; `ReadHead` only holds the slot while it runs.
+        let state = std::mem::replace(&mut self.state, State::ReadHead);
+        self.state = self.next(state, input);
     }
 }

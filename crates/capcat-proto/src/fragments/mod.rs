@@ -170,18 +170,6 @@ pub fn version_barrier(tables: &Tables) -> String {
     )
 }
 
-/// The rejected two-read fence: lease id and expiry from two separate scalar
-/// subqueries. Kept only so the model checker can show why it is wrong.
-#[cfg(any(test, feature = "mutations"))]
-pub fn two_subquery_fence(tables: &Tables) -> String {
-    format!(
-        "(SELECT lease_id FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) = {{{LEASE_ID_PARAM}:UUID}} \
-         AND (SELECT expires_at_ns FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) \
-         > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}",
-        lease = tables.publisher_lease(),
-    )
-}
-
 // The membership predicate shared by the reader and the public view
 // (`{p}_capture`) and the schema guard's membership count.
 

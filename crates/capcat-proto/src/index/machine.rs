@@ -3,15 +3,17 @@ use std::collections::BTreeSet;
 use uuid::Uuid;
 
 use crate::allocate::Allocate;
-use crate::config::{Config, VariantName};
+use crate::config::Config;
 use crate::decode::{string_at, uuid_at};
+use std::ops::Range;
+
 use crate::descriptor::{
     CaptureDescriptor, MAX_DESCRIPTOR_PARAM_BYTES, descriptor_chunks, insert_descriptors,
 };
-use crate::lease::{Lease, describe_input};
+use crate::lease::Lease;
 use crate::machine::{Input, Machine, Step};
 use crate::publish::{PackRef, Publish, PublishOutcome};
-use crate::statement::{Rows, Statement};
+use crate::statement::Rows;
 use crate::tables::Tables;
 
 use super::{IndexError, IndexReport, sql};
@@ -38,8 +40,6 @@ pub fn attempt_ids(id_seed: Uuid, attempt: u32) -> (Uuid, Uuid) {
 enum Then {
     Report(IndexReport),
     Fail(IndexError),
-    /// `InventoryBeforePublish` variant only: publish after recording.
-    Publish,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -73,6 +73,12 @@ pub struct IndexPass {
     batch: Vec<PackRef>,
     committed: BTreeSet<PackRef>,
     pending: Vec<PackRef>,
+    /// The descriptor rows of the pending packs stamped with the current
+    /// attempt's version, and the row ranges of its descriptor INSERTs:
+    /// computed once per attempt, when its version is allocated, and
+    /// dropped once they are written (so no state carries an old version).
+    stamped: Vec<CaptureDescriptor>,
+    stamped_chunks: Vec<Range<usize>>,
     attempt: u32,
     state: State,
 }
@@ -106,6 +112,8 @@ impl IndexPass {
             batch: batch.into_iter().collect(),
             committed: BTreeSet::new(),
             pending: Vec::new(),
+            stamped: Vec::new(),
+            stamped_chunks: Vec::new(),
             attempt: 0,
             state,
         }
@@ -121,6 +129,29 @@ impl IndexPass {
         self.attempt + 1
     }
 
+    /// The publish this pass is running, while it runs one.
+    pub fn publishing(&self) -> Option<&Publish> {
+        match &self.state {
+            State::Publish(publish) => Some(publish),
+            _ => None,
+        }
+    }
+
+    /// The publish attempt whose packs the pass is recording in the
+    /// inventory now (after that publish made them visible), if it is.
+    pub fn recording(&self) -> Option<Uuid> {
+        match &self.state {
+            State::Inventory { publish_id, .. } => Some(*publish_id),
+            _ => None,
+        }
+    }
+
+    /// The packs of the batch not yet in the inventory (known once the
+    /// replay guard has been read).
+    pub fn pending(&self) -> &[PackRef] {
+        &self.pending
+    }
+
     fn chunk_of<T: Clone>(&self, items: &[T], i: usize) -> Vec<T> {
         items
             .iter()
@@ -130,55 +161,53 @@ impl IndexPass {
             .collect()
     }
 
-    /// The descriptor INSERTs of `rows`: at most the configured chunk of
-    /// rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of parameter text each.
-    fn descriptor_chunks(&self, rows: &[CaptureDescriptor]) -> Vec<std::ops::Range<usize>> {
-        descriptor_chunks(rows, self.cfg.chunk(), MAX_DESCRIPTOR_PARAM_BYTES)
-    }
-
     fn chunk_count(&self, len: usize) -> usize {
         len.div_ceil(self.cfg.chunk())
     }
 
-    /// The descriptor rows of the pending packs, stamped with `version`.
-    fn rows_at(&self, version: u64) -> Vec<CaptureDescriptor> {
+    fn start_attempt(&self) -> State {
+        let (claim_id, _) = attempt_ids(self.id_seed, self.attempt);
+        State::Allocate(Box::new(Allocate::new(
+            self.tables.clone(),
+            self.cfg.clone(),
+            claim_id,
+        )))
+    }
+
+    /// The attempt holds `version`: stamp the pending packs' descriptor
+    /// rows with it and cut them into INSERTs of at most the configured
+    /// chunk of rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of parameter text.
+    fn start_descriptors(&mut self, version: u64) -> State {
         let pending: BTreeSet<&PackRef> = self.pending.iter().collect();
-        self.descriptors
+        self.stamped = self
+            .descriptors
             .iter()
             .filter(|d| pending.contains(&d.pack()))
             .map(|d| CaptureDescriptor {
                 index_version: version,
                 ..d.clone()
             })
-            .collect()
+            .collect();
+        self.stamped_chunks =
+            descriptor_chunks(&self.stamped, self.cfg.chunk(), MAX_DESCRIPTOR_PARAM_BYTES);
+        State::Descriptors { version, chunk: 0 }
     }
 
-    fn finish(&mut self, outcome: Result<IndexReport, IndexError>) {
-        self.state = State::Done(outcome);
-    }
-
-    fn start_attempt(&mut self) {
-        let (claim_id, _) = attempt_ids(self.id_seed, self.attempt);
-        self.state = State::Allocate(Box::new(Allocate::new(
-            self.tables.clone(),
-            self.cfg.clone(),
-            claim_id,
-        )));
-    }
-
-    fn start_publish(&mut self, version: u64) {
+    fn start_publish(&mut self, version: u64) -> State {
+        self.stamped = Vec::new();
+        self.stamped_chunks = Vec::new();
         let (_, publish_id) = attempt_ids(self.id_seed, self.attempt);
-        self.state = State::Publish(Box::new(Publish::new(
+        State::Publish(Box::new(Publish::new(
             self.tables.clone(),
             self.cfg.clone(),
             self.lease.clone(),
             version,
             self.pending.iter().cloned().collect(),
             publish_id,
-        )));
+        )))
     }
 
-    fn on_committed(&mut self, chunk: usize, rows: &Rows) {
+    fn on_committed(&mut self, chunk: usize, rows: &Rows) -> State {
         for row in &rows.0 {
             let pack = string_at(row, 0, "store_id")
                 .and_then(|s| uuid_at(row, 1, "pack_id").map(|p| (s, p)));
@@ -187,7 +216,7 @@ impl IndexPass {
                     self.committed.insert(pack);
                 }
                 Err(bad) => {
-                    return self.finish(Err(IndexError::Malformed {
+                    return State::Done(Err(IndexError::Malformed {
                         statement: "index.read_committed",
                         detail: bad.0,
                     }));
@@ -195,8 +224,7 @@ impl IndexPass {
             }
         }
         if chunk + 1 < self.chunk_count(self.batch.len()) {
-            self.state = State::ReadCommitted { chunk: chunk + 1 };
-            return;
+            return State::ReadCommitted { chunk: chunk + 1 };
         }
         self.pending = self
             .batch
@@ -206,9 +234,18 @@ impl IndexPass {
             .collect();
         if self.pending.is_empty() {
             let skipped = self.batch.iter().cloned().collect();
-            return self.finish(Ok(IndexReport::NothingToDo { skipped }));
+            return State::Done(Ok(IndexReport::NothingToDo { skipped }));
         }
-        self.start_attempt();
+        self.start_attempt()
+    }
+
+    /// How many descriptor rows the pending packs have.
+    fn pending_descriptors(&self) -> usize {
+        let pending: BTreeSet<&PackRef> = self.pending.iter().collect();
+        self.descriptors
+            .iter()
+            .filter(|d| pending.contains(&d.pack()))
+            .count()
     }
 
     fn skipped(&self) -> BTreeSet<PackRef> {
@@ -221,11 +258,15 @@ impl IndexPass {
 
     fn on_published(
         &mut self,
-        publish: &Publish,
         outcome: Result<PublishOutcome, crate::publish::PublishError>,
-    ) {
-        self.lease = publish.lease().clone();
+    ) -> State {
         let packs: BTreeSet<PackRef> = self.pending.iter().cloned().collect();
+        let recording = |version, publish_id, then| State::Inventory {
+            version,
+            publish_id,
+            chunk: 0,
+            then: Box::new(then),
+        };
         match outcome {
             Ok(PublishOutcome::Won {
                 version,
@@ -236,35 +277,27 @@ impl IndexPass {
                     publish_id,
                     packs,
                     skipped: self.skipped(),
-                    descriptors: self.rows_at(version).len(),
+                    descriptors: self.pending_descriptors(),
                     attempts: self.attempt + 1,
                 };
-                if self.cfg.is(VariantName::InventoryBeforePublish) {
-                    return self.finish(Ok(report));
-                }
-                self.state = State::Inventory {
-                    version,
-                    publish_id,
-                    chunk: 0,
-                    then: Box::new(Then::Report(report)),
-                };
+                recording(version, publish_id, Then::Report(report))
             }
             Ok(PublishOutcome::LostRace(race)) => {
                 self.attempt += 1;
                 if self.attempt >= self.cfg.max_publish_attempts() {
-                    self.finish(Err(IndexError::Exhausted {
+                    State::Done(Err(IndexError::Exhausted {
                         attempts: self.attempt,
                         last: race,
-                    }));
+                    }))
                 } else {
-                    self.start_attempt();
+                    self.start_attempt()
                 }
             }
             Ok(PublishOutcome::LeaseLost {
                 version,
                 publish_id,
                 head,
-            }) => self.finish(Err(IndexError::LeaseLost {
+            }) => State::Done(Err(IndexError::LeaseLost {
                 version,
                 publish_id,
                 head,
@@ -274,7 +307,7 @@ impl IndexPass {
                 until_ns,
                 wait_ns,
                 ..
-            }) => self.finish(Err(IndexError::Unsettled {
+            }) => State::Done(Err(IndexError::Unsettled {
                 version,
                 wait_ns,
                 until_ns,
@@ -292,32 +325,91 @@ impl IndexPass {
                     all_foreign,
                     packs,
                 };
-                if self.cfg.is(VariantName::InventoryBeforePublish) {
-                    return self.finish(Err(fail));
-                }
-                self.state = State::Inventory {
-                    version,
-                    publish_id,
-                    chunk: 0,
-                    then: Box::new(Then::Fail(fail)),
-                };
+                recording(version, publish_id, Then::Fail(fail))
             }
-            Err(e) => self.finish(Err(IndexError::Publish(e))),
+            Err(e) => State::Done(Err(IndexError::Publish(e))),
         }
     }
 
-    fn inventory_statement(
-        &self,
-        version: u64,
-        publish_id: Uuid,
-        chunk: usize,
-    ) -> Result<Statement, IndexError> {
-        sql::commit_packs(
-            &self.tables,
-            version,
-            publish_id,
-            self.chunk_of(&self.pending, chunk),
-        )
+    /// The state after `state` handles `input`.
+    fn next(&mut self, state: State, input: Input) -> State {
+        match (state, input) {
+            (done @ State::Done(_), _) => done,
+            (State::ReadCommitted { chunk }, Input::Rows(rows)) => self.on_committed(chunk, &rows),
+            (State::ReadCommitted { .. }, Input::Failed(failure)) => {
+                State::Done(Err(IndexError::Statement {
+                    statement: "index.read_committed",
+                    failure,
+                }))
+            }
+            (State::Allocate(mut alloc), input) => {
+                alloc.handle(input);
+                State::Allocate(alloc)
+            }
+            (State::Publish(mut publish), input) => {
+                publish.handle(input);
+                State::Publish(publish)
+            }
+            (State::Descriptors { version, chunk }, Input::Rows(_)) => {
+                if chunk + 1 < self.stamped_chunks.len() {
+                    State::Descriptors {
+                        version,
+                        chunk: chunk + 1,
+                    }
+                } else {
+                    self.start_publish(version)
+                }
+            }
+            (State::Descriptors { .. }, Input::Failed(failure)) => {
+                State::Done(Err(IndexError::Statement {
+                    statement: "index.insert_descriptors",
+                    failure,
+                }))
+            }
+            (
+                State::Inventory {
+                    version,
+                    publish_id,
+                    chunk,
+                    then,
+                },
+                Input::Rows(_),
+            ) => {
+                if chunk + 1 < self.chunk_count(self.pending.len()) {
+                    State::Inventory {
+                        version,
+                        publish_id,
+                        chunk: chunk + 1,
+                        then,
+                    }
+                } else {
+                    State::Done(match *then {
+                        Then::Report(report) => Ok(report),
+                        Then::Fail(error) => Err(error),
+                    })
+                }
+            }
+            (
+                State::Inventory {
+                    version,
+                    publish_id,
+                    ..
+                },
+                Input::Failed(failure),
+            ) => State::Done(Err(IndexError::Inventory {
+                version,
+                publish_id,
+                failure,
+            })),
+            // Only the nested allocation and publish ask for draws.
+            (
+                State::ReadCommitted { .. } | State::Descriptors { .. } | State::Inventory { .. },
+                input @ Input::Drawn(_),
+            ) => State::Done(Err(IndexError::UnexpectedInput {
+                expected: "rows or a failure",
+                got: input.describe(),
+            })),
+        }
     }
 }
 
@@ -337,30 +429,27 @@ impl Machine for IndexPass {
                 Step::Execute(stmt) => Step::Execute(stmt),
                 Step::Draw { below } => Step::Draw { below },
                 Step::Done(Ok(version)) => {
-                    self.state = State::Descriptors { version, chunk: 0 };
+                    self.state = self.start_descriptors(version);
                     self.poll()
                 }
                 Step::Done(Err(e)) => {
-                    self.finish(Err(IndexError::Allocate(e)));
+                    self.state = State::Done(Err(IndexError::Allocate(e)));
                     self.poll()
                 }
             },
-            State::Descriptors { version, chunk } => {
-                let (version, chunk) = (*version, *chunk);
-                let rows = self.rows_at(version);
-                let range = self
-                    .descriptor_chunks(&rows)
-                    .get(chunk)
-                    .cloned()
-                    .unwrap_or(0..0);
-                Step::Execute(insert_descriptors(&self.tables, rows[range].to_vec()))
+            State::Descriptors { chunk, .. } => {
+                let range = self.stamped_chunks.get(*chunk).cloned().unwrap_or(0..0);
+                Step::Execute(insert_descriptors(
+                    &self.tables,
+                    self.stamped[range].to_vec(),
+                ))
             }
             State::Publish(publish) => match publish.poll() {
                 Step::Execute(stmt) => Step::Execute(stmt),
                 Step::Draw { below } => Step::Draw { below },
                 Step::Done(outcome) => {
-                    let publish = publish.clone();
-                    self.on_published(&publish, outcome);
+                    self.lease = publish.lease().clone();
+                    self.state = self.on_published(outcome);
                     self.poll()
                 }
             },
@@ -371,10 +460,11 @@ impl Machine for IndexPass {
                 ..
             } => {
                 let (version, publish_id, chunk) = (*version, *publish_id, *chunk);
-                match self.inventory_statement(version, publish_id, chunk) {
+                let packs = self.chunk_of(&self.pending, chunk);
+                match sql::commit_packs(&self.tables, version, publish_id, packs) {
                     Ok(stmt) => Step::Execute(stmt),
                     Err(e) => {
-                        self.finish(Err(e));
+                        self.state = State::Done(Err(e));
                         self.poll()
                     }
                 }
@@ -384,89 +474,10 @@ impl Machine for IndexPass {
     }
 
     fn handle(&mut self, input: Input) {
-        match (self.state.clone(), input) {
-            (State::Done(_), _) => {}
-            (State::ReadCommitted { chunk }, Input::Rows(rows)) => self.on_committed(chunk, &rows),
-            (State::ReadCommitted { .. }, Input::Failed(failure)) => {
-                self.finish(Err(IndexError::Statement {
-                    statement: "index.read_committed",
-                    failure,
-                }))
-            }
-            (State::Allocate(mut alloc), input) => {
-                alloc.handle(input);
-                self.state = State::Allocate(alloc);
-            }
-            (State::Publish(mut publish), input) => {
-                publish.handle(input);
-                self.state = State::Publish(publish);
-            }
-            (State::Descriptors { version, chunk }, Input::Rows(_)) => {
-                if chunk + 1 < self.descriptor_chunks(&self.rows_at(version)).len() {
-                    self.state = State::Descriptors {
-                        version,
-                        chunk: chunk + 1,
-                    };
-                } else if self.cfg.is(VariantName::InventoryBeforePublish) {
-                    let (_, publish_id) = attempt_ids(self.id_seed, self.attempt);
-                    self.state = State::Inventory {
-                        version,
-                        publish_id,
-                        chunk: 0,
-                        then: Box::new(Then::Publish),
-                    };
-                } else {
-                    self.start_publish(version);
-                }
-            }
-            (State::Descriptors { .. }, Input::Failed(failure)) => {
-                self.finish(Err(IndexError::Statement {
-                    statement: "index.insert_descriptors",
-                    failure,
-                }))
-            }
-            (
-                State::Inventory {
-                    version,
-                    publish_id,
-                    chunk,
-                    then,
-                },
-                Input::Rows(_),
-            ) => {
-                if chunk + 1 < self.chunk_count(self.pending.len()) {
-                    self.state = State::Inventory {
-                        version,
-                        publish_id,
-                        chunk: chunk + 1,
-                        then,
-                    };
-                } else {
-                    match *then {
-                        Then::Report(report) => self.finish(Ok(report)),
-                        Then::Fail(error) => self.finish(Err(error)),
-                        Then::Publish => self.start_publish(version),
-                    }
-                }
-            }
-            (
-                State::Inventory {
-                    version,
-                    publish_id,
-                    ..
-                },
-                Input::Failed(failure),
-            ) => {
-                self.finish(Err(IndexError::Inventory {
-                    version,
-                    publish_id,
-                    failure,
-                }));
-            }
-            (_, input) => self.finish(Err(IndexError::UnexpectedInput {
-                expected: "rows or a failure",
-                got: describe_input(&input),
-            })),
-        }
+        // The state is consumed by value (a nested machine moves as its
+        // box) and the transition names the next one; `ReadCommitted` only
+        // holds the slot while it runs.
+        let state = std::mem::replace(&mut self.state, State::ReadCommitted { chunk: 0 });
+        self.state = self.next(state, input);
     }
 }

@@ -10,6 +10,26 @@
 //! On a lost race the pass re-allocates and rewrites the descriptors at the
 //! new version, so a descriptor's `index_version` always matches the publish
 //! that admitted it and `argMax` supersession follows publish order.
+//!
+//! ```no_run
+//! # use capcat_proto::*;
+//! # fn execute(_: &Statement) -> Input { unimplemented!("run it on the catalog") }
+//! # fn draw(below: u64) -> u64 { below - 1 }
+//! # fn random_uuid() -> uuid::Uuid { unimplemented!("the caller draws a v4 UUID") }
+//! # let (tables, cfg) = (Tables::new("t").unwrap(), Config::default());
+//! # let lease: Lease = unimplemented!("from LeaseClaim::acquire");
+//! # let descriptors: Vec<CaptureDescriptor> = Vec::new();
+//! // One random seed per pass; each attempt derives its ids from it.
+//! let mut pass = IndexPass::new(tables, cfg, lease, descriptors, random_uuid());
+//! let report = loop {
+//!     match pass.poll() {
+//!         Step::Execute(stmt) => pass.handle(execute(&stmt)),
+//!         Step::Draw { below } => pass.handle(Input::Drawn(draw(below))),
+//!         Step::Done(outcome) => break outcome,
+//!     }
+//! };
+//! let lease = pass.lease().clone(); // renewed by the pass's publishes
+//! ```
 
 mod error;
 mod machine;

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::config::{Config, VariantName, jitter_window};
+use crate::config::{Config, jitter_window};
 use crate::decode::{BadRow, bool_at, string_at, u64_at, uuid_at};
 use crate::machine::{Input, Machine, Step};
 use crate::statement::Rows;
@@ -101,27 +101,23 @@ impl LeaseClaim {
         self.attempt + 1
     }
 
-    fn finish(&mut self, outcome: Result<Lease, LeaseError>) {
-        self.state = State::Done(outcome);
-    }
-
-    fn malformed(&mut self, statement: &'static str, bad: BadRow) {
-        self.finish(Err(LeaseError::Malformed {
+    fn malformed(statement: &'static str, bad: BadRow) -> State {
+        State::Done(Err(LeaseError::Malformed {
             statement,
             detail: bad.0,
-        }));
+        }))
     }
 
-    fn on_head(&mut self, rows: &Rows) {
+    fn on_head(&self, rows: &Rows) -> State {
         let head = match parse_head(rows) {
             Ok(head) => head,
-            Err(bad) => return self.malformed("lease.read_head", bad),
+            Err(bad) => return Self::malformed("lease.read_head", bad),
         };
         let own_id = self.held.as_ref().map(|l| l.lease_id);
         // In an acquire, the claim id is the caller's own too: a claim it
         // abandoned (its read-back saw a rival) stands under that id, and
         // an acquire refused by its own abandoned row would wait out a TTL
-        // for nothing (`OneLiveLease`'s self-lockout half; TLC found it).
+        // for nothing (`OneLiveLease`).
         let own = |id: Uuid| {
             Some(id) == own_id || (self.mode == ClaimMode::Acquire && id == self.fresh_lease_id)
         };
@@ -135,7 +131,7 @@ impl LeaseClaim {
             ClaimMode::Renew => {
                 if !ours {
                     let lease_id = own_id.unwrap_or(self.fresh_lease_id);
-                    return self.finish(Err(LeaseError::NotHeld { lease_id, head }));
+                    return State::Done(Err(LeaseError::NotHeld { lease_id, head }));
                 }
             }
             ClaimMode::Acquire => {
@@ -143,24 +139,15 @@ impl LeaseClaim {
                 // row says: a claimant at that term may have read itself back as
                 // the sole claimant before a rival claim (or a late release
                 // tombstone, whose term is computed when it is evaluated) landed
-                // beside it, and may still have a fenced statement in flight.
-                // Taking such a term at once let a pinned snapshot grow in the
-                // model checker (`ContestedTermTakenAtOnce`, then the late
-                // release tombstone); every row at the term expires within one
-                // TTL. The error names the head row and the term's latest
-                // expiry: when an acquire can next succeed. A head row that is
-                // the caller's own lease is never held against it (refusing a
-                // holder by its own lease was a seed bug; the model checks it
-                // as `OneLiveLease`).
-                let held = |h: &LeaseHead| {
-                    if self.cfg.waits_out_contested_term() {
-                        h.term_live && !own(h.lease_id)
-                    } else {
-                        h.live && !h.contested
-                    }
-                };
+                // beside it, and may still have a fenced statement in flight
+                // that would grow a pinned snapshot. Every row at the term
+                // expires within one TTL; the error names the head row and the
+                // term's latest expiry, which is when an acquire can next
+                // succeed. A head row of the caller's own lease is never held
+                // against it (`OneLiveLease`).
+                let held = |h: &LeaseHead| h.term_live && !own(h.lease_id);
                 if let Some(h) = head.as_ref().filter(|h| !ours && held(h)) {
-                    return self.finish(Err(LeaseError::Held {
+                    return State::Done(Err(LeaseError::Held {
                         holder: h.holder.clone(),
                         lease_id: h.lease_id,
                         term: h.term,
@@ -179,27 +166,24 @@ impl LeaseClaim {
             .as_ref()
             .filter(|h| own(h.lease_id) && h.expires_at_ns != 0)
             .map(|h| h.lease_id);
-        let lease_id = match reuse {
-            Some(id) if !self.cfg.is(VariantName::FreshLeaseIdOnReacquire) => id,
-            _ => self.fresh_lease_id,
-        };
-        self.state = State::Draw {
+        let lease_id = reuse.unwrap_or(self.fresh_lease_id);
+        State::Draw {
             head_term,
             lease_id,
-        };
+        }
     }
 
-    fn on_read_back(&mut self, term: u64, lease_id: Uuid, rows: &Rows) {
+    fn on_read_back(&mut self, term: u64, lease_id: Uuid, rows: &Rows) -> State {
         let mut ids = BTreeSet::new();
         let mut expiry = None;
         for row in &rows.0 {
             let id = match uuid_at(row, 0, "lease_id") {
                 Ok(id) => id,
-                Err(bad) => return self.malformed("lease.read_claims", bad),
+                Err(bad) => return Self::malformed("lease.read_claims", bad),
             };
             let exp = match u64_at(row, 1, "expires_at_ns") {
                 Ok(exp) => exp,
-                Err(bad) => return self.malformed("lease.read_claims", bad),
+                Err(bad) => return Self::malformed("lease.read_claims", bad),
             };
             if id == lease_id {
                 expiry = Some(expiry.map_or(exp, |e: u64| e.max(exp)));
@@ -223,7 +207,7 @@ impl LeaseClaim {
                 if lease.claimed_at_ns(self.cfg.lease_ttl_ns()) > carried {
                     lease.unsettled_until_ns = 0;
                 }
-                self.finish(Ok(lease));
+                State::Done(Ok(lease))
             }
             // Contested (or our row never landed): abandon the term and go
             // round again, from a fresh head read, with a wider jitter window.
@@ -231,15 +215,66 @@ impl LeaseClaim {
         }
     }
 
-    fn retry(&mut self, last_term: u64) {
+    fn retry(&mut self, last_term: u64) -> State {
         self.attempt += 1;
         if self.attempt >= self.cfg.max_claim_attempts() {
-            self.finish(Err(LeaseError::Contested {
+            State::Done(Err(LeaseError::Contested {
                 attempts: self.attempt,
                 last_term,
-            }));
+            }))
         } else {
-            self.state = State::ReadHead;
+            State::ReadHead
+        }
+    }
+
+    /// The state after `state` handles `input`.
+    fn next(&mut self, state: State, input: Input) -> State {
+        let window = jitter_window(self.attempt);
+        match (state, input) {
+            (done @ State::Done(_), _) => done,
+            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
+            (State::ReadHead, Input::Failed(failure)) => State::Done(Err(LeaseError::Statement {
+                statement: "lease.read_head",
+                failure,
+            })),
+            (
+                State::Draw {
+                    head_term,
+                    lease_id,
+                },
+                Input::Drawn(skip),
+            ) if skip < window => match head_term.checked_add(1 + skip) {
+                Some(term) => State::Insert { term, lease_id },
+                None => State::Done(Err(LeaseError::Malformed {
+                    statement: "lease.read_head",
+                    detail: format!("head term {head_term} leaves no term above it"),
+                })),
+            },
+            // A claim whose INSERT failed may still have landed: the
+            // read-back decides, exactly as it does for one that succeeded.
+            (State::Insert { term, lease_id }, Input::Rows(_) | Input::Failed(_)) => {
+                State::ReadBack { term, lease_id }
+            }
+            (State::ReadBack { term, lease_id }, Input::Rows(rows)) => {
+                self.on_read_back(term, lease_id, &rows)
+            }
+            (State::ReadBack { .. }, Input::Failed(failure)) => {
+                State::Done(Err(LeaseError::Statement {
+                    statement: "lease.read_claims",
+                    failure,
+                }))
+            }
+            (State::Draw { .. }, input) => State::Done(Err(LeaseError::UnexpectedInput {
+                expected: "a draw within the jitter window",
+                got: input.describe(),
+            })),
+            (
+                State::ReadHead | State::Insert { .. } | State::ReadBack { .. },
+                input @ Input::Drawn(_),
+            ) => State::Done(Err(LeaseError::UnexpectedInput {
+                expected: "rows or a failure",
+                got: input.describe(),
+            })),
         }
     }
 }
@@ -269,14 +304,6 @@ pub(crate) fn parse_head(rows: &Rows) -> Result<Option<LeaseHead>, BadRow> {
     }))
 }
 
-pub(crate) fn describe_input(input: &Input) -> &'static str {
-    match input {
-        Input::Rows(_) => "rows",
-        Input::Failed(_) => "a failure",
-        Input::Drawn(_) => "a draw",
-    }
-}
-
 impl Machine for LeaseClaim {
     type Outcome = Result<Lease, LeaseError>;
 
@@ -301,51 +328,9 @@ impl Machine for LeaseClaim {
     }
 
     fn handle(&mut self, input: Input) {
-        let state = self.state.clone();
-        match (state, input) {
-            (State::Done(_), _) => {}
-            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
-            (State::ReadHead, Input::Failed(failure)) => self.finish(Err(LeaseError::Statement {
-                statement: "lease.read_head",
-                failure,
-            })),
-            (
-                State::Draw {
-                    head_term,
-                    lease_id,
-                },
-                Input::Drawn(skip),
-            ) if skip < jitter_window(self.attempt) => match head_term.checked_add(1 + skip) {
-                Some(term) => self.state = State::Insert { term, lease_id },
-                None => self.finish(Err(LeaseError::Malformed {
-                    statement: "lease.read_head",
-                    detail: format!("head term {head_term} leaves no term above it"),
-                })),
-            },
-            // A claim whose INSERT failed may still have landed: the
-            // read-back decides, exactly as it does for one that succeeded.
-            (State::Insert { term, lease_id }, Input::Rows(_) | Input::Failed(_)) => {
-                self.state = State::ReadBack { term, lease_id };
-            }
-            (State::ReadBack { term, lease_id }, Input::Rows(rows)) => {
-                self.on_read_back(term, lease_id, &rows)
-            }
-            (State::ReadBack { .. }, Input::Failed(failure)) => {
-                self.finish(Err(LeaseError::Statement {
-                    statement: "lease.read_claims",
-                    failure,
-                }))
-            }
-            (state, input) => {
-                let expected = match state {
-                    State::Draw { .. } => "a draw within the jitter window",
-                    _ => "rows or a failure",
-                };
-                self.finish(Err(LeaseError::UnexpectedInput {
-                    expected,
-                    got: describe_input(&input),
-                }));
-            }
-        }
+        // The state is consumed by value and the transition names the next
+        // one; `ReadHead` only holds the slot while it runs.
+        let state = std::mem::replace(&mut self.state, State::ReadHead);
+        self.state = self.next(state, input);
     }
 }

@@ -15,14 +15,31 @@
 //!   head is no longer the caller's.
 //! - [`Release`]: one fenced `INSERT ... SELECT` writing a tombstone only if
 //!   the head is still the caller's and live.
+//!
+//! ```no_run
+//! # use capcat_proto::*;
+//! # fn execute(_: &Statement) -> Input { unimplemented!("run it on the catalog") }
+//! # fn draw(below: u64) -> u64 { below - 1 }
+//! # fn random_uuid() -> uuid::Uuid { unimplemented!("the caller draws a v4 UUID") }
+//! # let (tables, cfg) = (Tables::new("t").unwrap(), Config::default());
+//! let fresh_id = random_uuid(); // the caller mints ids
+//! let mut claim = LeaseClaim::acquire(tables, cfg, "host-1".into(), None, fresh_id);
+//! let lease: Result<Lease, LeaseError> = loop {
+//!     match claim.poll() {
+//!         Step::Execute(stmt) => claim.handle(execute(&stmt)),
+//!         Step::Draw { below } => claim.handle(Input::Drawn(draw(below))),
+//!         Step::Done(outcome) => break outcome,
+//!     }
+//! };
+//! ```
 
 mod claim;
 mod error;
 mod release;
 pub mod sql;
 
+pub(crate) use claim::parse_head;
 pub use claim::{ClaimMode, LeaseClaim};
-pub(crate) use claim::{describe_input, parse_head};
 pub use error::LeaseError;
 pub use release::Release;
 
@@ -52,9 +69,9 @@ pub struct Lease {
     /// it, the lease sends no guarded statement: a publish attempt ends
     /// [`Unsettled`](crate::publish::PublishOutcome::Unsettled) after its
     /// renewal, and a [`Release`] is not sent (the lease is left to
-    /// expire). Acting earlier let an abandoned watermark land under a
-    /// snapshot pinned after the holder's next publish, or after a
-    /// successor took over on its release tombstone (`NoSettleAfterTimeout`).
+    /// expire). Acting earlier would let an abandoned watermark land under
+    /// a snapshot pinned after the holder's next publish, or after a
+    /// successor took over on its release tombstone.
     pub unsettled_until_ns: u64,
 }
 

@@ -4,7 +4,6 @@ use crate::config::Config;
 use crate::machine::{Input, Machine, Step};
 use crate::tables::Tables;
 
-use super::claim::describe_input;
 use super::{Lease, LeaseError, sql};
 
 /// Releases a lease with ONE fenced `INSERT ... SELECT` (`lease.release`).
@@ -76,7 +75,7 @@ impl Machine for Release {
             }),
             Input::Drawn(_) => Err(LeaseError::UnexpectedInput {
                 expected: "rows or a failure",
-                got: describe_input(&input),
+                got: input.describe(),
             }),
         });
     }

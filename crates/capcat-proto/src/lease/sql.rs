@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::config::{Config, VariantName};
+use crate::config::Config;
 use crate::fragments::{
     FENCE_MARGIN_PARAM, LEASE_EXPIRES_PARAM, LEASE_ID_PARAM, LEASE_ORDER, LEASE_TERM_PARAM,
     SERVER_NOW_NS, TERM_PARAM, claim_read_back, lease_fence,
@@ -165,11 +165,7 @@ pub(crate) fn fence_params(cfg: &Config, lease: &Lease) -> BTreeMap<String, Para
 pub fn release(tables: &Tables, cfg: &Config, lease: &Lease) -> Statement {
     let mut params = fence_params(cfg, lease);
     params.insert("holder".to_owned(), Param::String(lease.holder.clone()));
-    let guard = if cfg.is(VariantName::UnfencedRelease) {
-        "1 = 1".to_owned()
-    } else {
-        lease_fence(tables)
-    };
+    let guard = lease_fence(tables);
     Statement {
         name: "lease.release",
         sql: format!(

@@ -2,10 +2,10 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::config::{Config, VariantName};
+use crate::config::Config;
 use crate::decode::uuid_at;
-use crate::lease::{Lease, LeaseClaim, LeaseError, LeaseHead, describe_input};
-use crate::machine::{Input, Machine, Step};
+use crate::lease::{Lease, LeaseClaim, LeaseError, LeaseHead};
+use crate::machine::{Failure, Input, Machine, Step};
 use crate::statement::Rows;
 use crate::tables::Tables;
 
@@ -100,59 +100,99 @@ impl Publish {
             .collect()
     }
 
-    fn finish(&mut self, outcome: Result<PublishOutcome, PublishError>) {
-        self.state = State::Done(outcome);
-    }
-
     /// A guarded INSERT failed. When its effect is unknown it may still
     /// start on the server and land, up to the expiry of the row its fence
     /// names: the lease records that before anything else is sent.
-    fn guarded_failed(&mut self, statement: &'static str, failure: crate::machine::Failure) {
+    fn guarded_failed(&mut self, statement: &'static str, failure: Failure) -> State {
         if failure.leaves_statement_running() {
             self.lease.abandoned_statement();
         }
-        self.statement_failed(statement, failure);
+        self.statement_failed(statement, failure)
     }
 
-    fn statement_failed(&mut self, statement: &'static str, failure: crate::machine::Failure) {
-        self.finish(Err(PublishError::Statement {
+    fn statement_failed(&self, statement: &'static str, failure: Failure) -> State {
+        State::Done(Err(PublishError::Statement {
             statement,
             version: self.version,
             publish_id: self.publish_id,
             failure,
-        }));
+        }))
     }
 
-    fn on_renewed(&mut self, outcome: Result<Lease, LeaseError>) {
-        match outcome {
+    fn on_renewed(&mut self, outcome: Result<Lease, LeaseError>) -> State {
+        let (version, publish_id) = (self.version, self.publish_id);
+        State::Done(match outcome {
             Ok(lease) if lease.unsettled() => {
                 let stamped_at = lease.claimed_at_ns(self.cfg.lease_ttl_ns());
                 let until_ns = lease.unsettled_until_ns;
                 self.lease = lease;
-                self.finish(Ok(PublishOutcome::Unsettled {
-                    version: self.version,
-                    publish_id: self.publish_id,
+                Ok(PublishOutcome::Unsettled {
+                    version,
+                    publish_id,
                     until_ns,
                     wait_ns: until_ns.saturating_sub(stamped_at).saturating_add(1),
-                }));
+                })
             }
             Ok(lease) => {
                 self.lease = lease;
-                self.state = State::Manifest { chunk: 0 };
+                return State::Manifest { chunk: 0 };
             }
-            Err(LeaseError::NotHeld { head, .. }) => self.finish(Ok(PublishOutcome::LeaseLost {
-                version: self.version,
-                publish_id: self.publish_id,
+            Err(LeaseError::NotHeld { head, .. }) => Ok(PublishOutcome::LeaseLost {
+                version,
+                publish_id,
                 head,
-            })),
-            Err(source) => self.finish(Err(PublishError::Renew {
-                version: self.version,
-                source,
+            }),
+            Err(source) => Err(PublishError::Renew { version, source }),
+        })
+    }
+
+    /// The state after `state` handles `input`.
+    fn next(&mut self, state: State, input: Input) -> State {
+        match (state, input) {
+            (done @ State::Done(_), _) => done,
+            (State::Renew(mut claim), input) => {
+                claim.handle(input);
+                State::Renew(claim)
+            }
+            (State::Manifest { chunk }, Input::Rows(_)) => {
+                if chunk + 1 < self.chunks() {
+                    State::Manifest { chunk: chunk + 1 }
+                } else {
+                    State::Watermark
+                }
+            }
+            // The watermark must never be written unless every manifest row
+            // is known to stand: a failed chunk ends the attempt here.
+            (State::Manifest { .. }, Input::Failed(failure)) => {
+                self.guarded_failed("publish.insert_manifest", failure)
+            }
+            (State::Watermark, Input::Rows(_)) => State::ReadBack,
+            (State::Watermark, Input::Failed(failure)) => {
+                self.guarded_failed("publish.insert_watermark", failure)
+            }
+            (State::ReadBack, Input::Rows(rows)) => self.on_read_back(&rows),
+            (State::ReadBack, Input::Failed(failure)) => {
+                self.statement_failed("publish.read_publish_ids", failure)
+            }
+            (State::ReadHead { found }, Input::Rows(rows)) => self.on_head(found, &rows),
+            (State::ReadHead { .. }, Input::Failed(failure)) => {
+                self.statement_failed("lease.read_head", failure)
+            }
+            // No state of a publish but its renewal asks for a draw.
+            (
+                State::Manifest { .. }
+                | State::Watermark
+                | State::ReadBack
+                | State::ReadHead { .. },
+                input @ Input::Drawn(_),
+            ) => State::Done(Err(PublishError::UnexpectedInput {
+                expected: "rows or a failure",
+                got: input.describe(),
             })),
         }
     }
 
-    fn on_read_back(&mut self, rows: &Rows) {
+    fn on_read_back(&self, rows: &Rows) -> State {
         let mut found = BTreeSet::new();
         for row in &rows.0 {
             match uuid_at(row, 0, "publish_id") {
@@ -160,7 +200,7 @@ impl Publish {
                     found.insert(id);
                 }
                 Err(bad) => {
-                    return self.finish(Err(PublishError::Malformed {
+                    return State::Done(Err(PublishError::Malformed {
                         statement: "publish.read_publish_ids",
                         detail: bad.0,
                     }));
@@ -168,12 +208,6 @@ impl Publish {
             }
         }
         let (version, publish_id) = (self.version, self.publish_id);
-        if self.cfg.is(VariantName::CountOnlyReadBack) && !found.is_empty() {
-            return self.finish(Ok(PublishOutcome::Won {
-                version,
-                publish_id,
-            }));
-        }
         if found.contains(&publish_id) {
             let all_foreign: BTreeSet<Uuid> =
                 found.into_iter().filter(|id| *id != publish_id).collect();
@@ -189,18 +223,18 @@ impl Publish {
                     all_foreign: all_foreign.clone(),
                 },
             };
-            return self.finish(Ok(outcome));
+            return State::Done(Ok(outcome));
         }
         // Mine is absent. Whether that is a lost race or a lost lease depends
         // on the head: the head read is a separate statement, paid only here.
-        self.state = State::ReadHead { found };
+        State::ReadHead { found }
     }
 
-    fn on_head(&mut self, found: BTreeSet<Uuid>, rows: &Rows) {
+    fn on_head(&self, found: BTreeSet<Uuid>, rows: &Rows) -> State {
         let head = match crate::lease::parse_head(rows) {
             Ok(head) => head,
             Err(bad) => {
-                return self.finish(Err(PublishError::Malformed {
+                return State::Done(Err(PublishError::Malformed {
                     statement: "lease.read_head",
                     detail: bad.0,
                 }));
@@ -213,7 +247,7 @@ impl Publish {
         let lost = head.as_ref().is_some_and(|h: &LeaseHead| {
             h.live && (h.contested || h.lease_id != self.lease.lease_id)
         });
-        self.finish(Ok(if lost {
+        State::Done(Ok(if lost {
             PublishOutcome::LeaseLost {
                 version,
                 publish_id,
@@ -225,7 +259,7 @@ impl Publish {
                 publish_id,
                 found,
             })
-        }));
+        }))
     }
 }
 
@@ -238,7 +272,7 @@ impl Machine for Publish {
                 Step::Execute(stmt) => Step::Execute(stmt),
                 Step::Draw { below } => Step::Draw { below },
                 Step::Done(outcome) => {
-                    self.on_renewed(outcome);
+                    self.state = self.on_renewed(outcome);
                     self.poll()
                 }
             },
@@ -264,10 +298,6 @@ impl Machine for Publish {
                 // usize always fits a u64 on the targets this crate builds for.
                 u64::try_from(self.packs.len()).unwrap_or(u64::MAX),
             )),
-            #[cfg(any(test, feature = "mutations"))]
-            State::ReadBack if self.cfg.is(VariantName::PostWriteCheck) => {
-                Step::Execute(sql::read_highest_publish_ids(&self.tables))
-            }
             State::ReadBack => Step::Execute(sql::read_publish_ids(&self.tables, self.version)),
             State::ReadHead { .. } => Step::Execute(crate::lease::sql::read_head(&self.tables)),
             State::Done(outcome) => Step::Done(outcome.clone()),
@@ -275,40 +305,10 @@ impl Machine for Publish {
     }
 
     fn handle(&mut self, input: Input) {
-        match (self.state.clone(), input) {
-            (State::Done(_), _) => {}
-            (State::Renew(mut claim), input) => {
-                claim.handle(input);
-                self.state = State::Renew(claim);
-            }
-            (State::Manifest { chunk }, Input::Rows(_)) => {
-                self.state = if chunk + 1 < self.chunks() {
-                    State::Manifest { chunk: chunk + 1 }
-                } else {
-                    State::Watermark
-                };
-            }
-            // The watermark must never be written unless every manifest row
-            // is known to stand: a failed chunk ends the attempt here.
-            (State::Manifest { .. }, Input::Failed(failure)) => {
-                self.guarded_failed("publish.insert_manifest", failure);
-            }
-            (State::Watermark, Input::Rows(_)) => self.state = State::ReadBack,
-            (State::Watermark, Input::Failed(failure)) => {
-                self.guarded_failed("publish.insert_watermark", failure);
-            }
-            (State::ReadBack, Input::Rows(rows)) => self.on_read_back(&rows),
-            (State::ReadBack, Input::Failed(failure)) => {
-                self.statement_failed("publish.read_publish_ids", failure);
-            }
-            (State::ReadHead { found }, Input::Rows(rows)) => self.on_head(found, &rows),
-            (State::ReadHead { .. }, Input::Failed(failure)) => {
-                self.statement_failed("lease.read_head", failure);
-            }
-            (_, input) => self.finish(Err(PublishError::UnexpectedInput {
-                expected: "rows or a failure",
-                got: describe_input(&input),
-            })),
-        }
+        // The state is consumed by value (a nested machine moves as its
+        // box) and the transition names the next one; `ReadBack` only holds
+        // the slot while it runs.
+        let state = std::mem::replace(&mut self.state, State::ReadBack);
+        self.state = self.next(state, input);
     }
 }

@@ -12,6 +12,31 @@
 //!
 //! `publish_id` is per ATTEMPT: a second attempt at one version is a different
 //! write, and reusing an id would read the first attempt's row back as its own.
+//!
+//! ```no_run
+//! # use capcat_proto::*;
+//! # fn execute(_: &Statement) -> Input { unimplemented!("run it on the catalog") }
+//! # fn draw(below: u64) -> u64 { below - 1 }
+//! # fn random_uuid() -> uuid::Uuid { unimplemented!("the caller draws a v4 UUID") }
+//! # let (tables, cfg) = (Tables::new("t").unwrap(), Config::default());
+//! # let lease: Lease = unimplemented!("from LeaseClaim::acquire");
+//! # let packs = std::collections::BTreeSet::new();
+//! // V comes from the allocator; the publish id is fresh per attempt.
+//! let mut publish = Publish::new(tables, cfg, lease, 7, packs, random_uuid());
+//! let outcome = loop {
+//!     match publish.poll() {
+//!         Step::Execute(stmt) => publish.handle(execute(&stmt)),
+//!         Step::Draw { below } => publish.handle(Input::Drawn(draw(below))),
+//!         Step::Done(outcome) => break outcome,
+//!     }
+//! };
+//! // Keep the renewed lease whatever the outcome.
+//! let lease = publish.lease().clone();
+//! match outcome {
+//!     Ok(PublishOutcome::Won { version, .. }) => println!("v{version} is visible"),
+//!     other => println!("not published: {other:?}"),
+//! }
+//! ```
 
 mod error;
 mod machine;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::config::{Config, VariantName};
+use crate::config::Config;
 use crate::fragments::{
     INDEX_VERSION_PARAM, MANIFEST_PACKS_PARAM, SERVER_NOW_NS, lease_fence, manifest_complete,
     version_barrier,
@@ -16,22 +16,7 @@ use crate::tables::Tables;
 use super::PackRef;
 
 /// The WHERE clause of both publish INSERTs: `VERSION_BARRIER AND LEASE_FENCE`.
-pub fn publish_guard(tables: &Tables, cfg: &Config) -> String {
-    if cfg.is(VariantName::BarrierOnly) {
-        return version_barrier(tables);
-    }
-    #[cfg(any(test, feature = "mutations"))]
-    if cfg.is(VariantName::PostWriteCheck) {
-        return "1 = 1".to_owned();
-    }
-    #[cfg(any(test, feature = "mutations"))]
-    if cfg.is(VariantName::TwoSubqueryFence) {
-        return format!(
-            "{} AND {}",
-            version_barrier(tables),
-            crate::fragments::two_subquery_fence(tables)
-        );
-    }
+pub fn publish_guard(tables: &Tables) -> String {
     format!("{} AND {}", version_barrier(tables), lease_fence(tables))
 }
 
@@ -41,11 +26,7 @@ pub fn publish_guard(tables: &Tables, cfg: &Config) -> String {
 pub fn guarded_settings(cfg: &Config) -> Settings {
     Settings {
         select_sequential_consistency: true,
-        max_execution_time_s: if cfg.is(VariantName::NoExecutionCap) {
-            None
-        } else {
-            Some(cfg.publish_timeout_s())
-        },
+        max_execution_time_s: Some(cfg.publish_timeout_s()),
     }
 }
 
@@ -80,7 +61,7 @@ pub fn insert_manifest(
              FROM (SELECT arrayJoin({{packs:Array(Tuple(String, UUID))}}) AS p) \
              WHERE {guard}",
             manifest = tables.snapshot_manifest(),
-            guard = publish_guard(tables, cfg),
+            guard = publish_guard(tables),
         ),
         params,
         settings: guarded_settings(cfg),
@@ -113,7 +94,7 @@ pub fn insert_watermark(
              SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, {SERVER_NOW_NS} \
              FROM system.one WHERE {guard} AND {complete}",
             watermark = tables.index_watermark(),
-            guard = publish_guard(tables, cfg),
+            guard = publish_guard(tables),
             complete = manifest_complete(tables),
         ),
         params,
@@ -134,28 +115,6 @@ pub fn read_publish_ids(tables: &Tables, version: u64) -> Statement {
             watermark = tables.index_watermark(),
         ),
         params,
-        settings: crate::lease::sql::CONSISTENT,
-        expect: Expect::Rows(vec![Column {
-            name: "publish_id",
-            ty: ColumnType::Uuid,
-        }]),
-    }
-}
-
-/// `publish.read_highest_publish_ids` (rejected `PostWriteCheck` design
-/// only): the publish ids at the highest published version, read AFTER the
-/// unguarded writes. "Am I the highest?" comes too late: the rows it would
-/// veto are already durable.
-#[cfg(any(test, feature = "mutations"))]
-pub fn read_highest_publish_ids(tables: &Tables) -> Statement {
-    Statement {
-        name: "publish.read_highest_publish_ids",
-        sql: format!(
-            "SELECT DISTINCT publish_id FROM {watermark} WHERE index_version = \
-             (SELECT max(index_version) FROM {watermark})",
-            watermark = tables.index_watermark(),
-        ),
-        params: BTreeMap::new(),
         settings: crate::lease::sql::CONSISTENT,
         expect: Expect::Rows(vec![Column {
             name: "publish_id",

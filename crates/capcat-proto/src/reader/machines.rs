@@ -35,9 +35,7 @@ fn input_error(statement: &'static str, input: Input) -> Result<Rows, ReaderErro
         Input::Failed(failure) => Err(ReaderError::Statement { statement, failure }),
         Input::Drawn(_) => Err(ReaderError::Statement {
             statement,
-            failure: Failure::Malformed {
-                message: "a draw was handed to a machine that asked for a statement".to_owned(),
-            },
+            failure: Failure::unasked(&input),
         }),
     }
 }

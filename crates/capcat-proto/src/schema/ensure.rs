@@ -211,12 +211,7 @@ impl Machine for EnsureSchema {
                 }
             }
             Input::Failed(failure) => self.fail(statement.name, failure),
-            Input::Drawn(_) => self.fail(
-                statement.name,
-                Failure::Malformed {
-                    message: "a draw was handed to a machine that asked for a statement".to_owned(),
-                },
-            ),
+            Input::Drawn(_) => self.fail(statement.name, Failure::unasked(&input)),
         }
     }
 }

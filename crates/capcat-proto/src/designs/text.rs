@@ -1,18 +1,22 @@
-//! Test-only hooks that rebuild canonical statements as the rejected designs
-//! would have written them (feature `mutations`, for the model checker).
+//! The rejected designs' SQL: statement rewrites that rebuild a canonical
+//! statement as a rejected design would have written it, and the text of
+//! the rejected fragments.
 //!
 //! The model checker recognises a guard only by finding the canonical
-//! fragment text of [`crate::fragments`] in a statement's SQL. These hooks
-//! edit that text here, in the crate that owns it, so the model never holds
-//! a copy of any SQL: a mutated statement simply stops carrying the
-//! fragment, and the model stops applying the guard.
+//! fragment text of [`crate::fragments`] in a statement's SQL. These
+//! rewrites edit that text here, in the crate that owns it, so the model
+//! never holds a copy of any SQL: a rewritten statement simply stops
+//! carrying the fragment, and the model stops applying the guard.
 
+use std::collections::BTreeMap;
+
+use crate::fragments::version_barrier;
 use crate::fragments::{
     FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, SERVER_NOW_NS, TERM_PARAM,
     WATERMARK_PARAM, claim_read_back, lease_fence, manifest_complete, membership_predicate,
     pinned_rows,
 };
-use crate::statement::Statement;
+use crate::statement::{Column, ColumnType, Expect, Param, Statement};
 use crate::tables::Tables;
 
 /// `stmt` with the lease fence (`AND LEASE_FENCE`) cut out of its SQL: the
@@ -157,11 +161,83 @@ pub fn membership_on_version_alone(stmt: &Statement, tables: &Tables) -> Stateme
     out
 }
 
+/// The rejected two-read fence: lease id and expiry from two separate
+/// scalar subqueries. A takeover between the two reads passes it.
+pub fn two_subquery_fence_text(tables: &Tables) -> String {
+    format!(
+        "(SELECT lease_id FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) = {{{LEASE_ID_PARAM}:UUID}} \
+         AND (SELECT expires_at_ns FROM {lease} ORDER BY {LEASE_ORDER} LIMIT 1) \
+         > {SERVER_NOW_NS} + {{{FENCE_MARGIN_PARAM}:UInt64}}",
+        lease = tables.publisher_lease(),
+    )
+}
+
+/// `stmt` with the canonical fence replaced by [`two_subquery_fence_text`].
+pub fn two_subquery_fence(stmt: &Statement, tables: &Tables) -> Statement {
+    with_fence(stmt, tables, &two_subquery_fence_text(tables))
+}
+
+/// `stmt` (a publish INSERT) with its whole guard, `VERSION_BARRIER AND
+/// LEASE_FENCE`, replaced by `1 = 1`: the unguarded writes of the
+/// post-write-check design. The watermark keeps `AND MANIFEST_COMPLETE`.
+pub fn without_publish_guard(stmt: &Statement, tables: &Tables) -> Statement {
+    let guard = format!("{} AND {}", version_barrier(tables), lease_fence(tables));
+    let mut out = stmt.clone();
+    out.sql = stmt.sql.replace(&guard, "1 = 1");
+    out
+}
+
+/// `stmt` (a `lease.release`) writing its tombstone whatever the head is:
+/// the fence replaced by `1 = 1`.
+pub fn unfenced_release(stmt: &Statement, tables: &Tables) -> Statement {
+    with_fence(stmt, tables, "1 = 1")
+}
+
+/// `stmt` without its `max_execution_time`.
+pub fn without_execution_cap(stmt: &Statement) -> Statement {
+    let mut out = stmt.clone();
+    out.settings.max_execution_time_s = None;
+    out
+}
+
+/// `stmt` (a fenced statement) with its execution cap set to `cap_s` whole
+/// seconds and its fence margin to the cap plus `slack_ns`, as a
+/// configuration whose cap is not below the lease TTL would build it.
+pub fn with_execution_cap(stmt: &Statement, cap_s: u32, slack_ns: u64) -> Statement {
+    let mut out = stmt.clone();
+    out.settings.max_execution_time_s = Some(cap_s);
+    out.params.insert(
+        FENCE_MARGIN_PARAM.to_owned(),
+        Param::UInt64((u64::from(cap_s) * 1_000_000_000).saturating_add(slack_ns)),
+    );
+    out
+}
+
+/// `publish.read_highest_publish_ids`: the publish ids at the highest
+/// published version, read AFTER the unguarded writes of the post-write
+/// check. "Am I the highest?" comes too late: the rows it would veto are
+/// already durable.
+pub fn read_highest_publish_ids(tables: &Tables) -> Statement {
+    Statement {
+        name: "publish.read_highest_publish_ids",
+        sql: format!(
+            "SELECT DISTINCT publish_id FROM {watermark} WHERE index_version = \
+             (SELECT max(index_version) FROM {watermark})",
+            watermark = tables.index_watermark(),
+        ),
+        params: BTreeMap::new(),
+        settings: crate::lease::sql::CONSISTENT,
+        expect: Expect::Rows(vec![Column {
+            name: "publish_id",
+            ty: ColumnType::Uuid,
+        }]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::fragments::version_barrier;
 
     fn tables() -> Tables {
         Tables::new("t").expect("valid prefix")
