@@ -4,7 +4,6 @@ use uuid::Uuid;
 
 use crate::allocate::Allocate;
 use crate::config::Config;
-use crate::decode::{string_at, uuid_at};
 use std::ops::Range;
 
 use crate::descriptor::{
@@ -13,10 +12,9 @@ use crate::descriptor::{
 use crate::lease::Lease;
 use crate::machine::{Input, Machine, Step};
 use crate::publish::{PackRef, Publish, PublishOutcome};
-use crate::statement::Rows;
 use crate::tables::Tables;
 
-use super::{IndexError, IndexReport, sql};
+use super::{IndexError, IndexReport, ReadCommitted, sql};
 
 /// The claim id and publish id of publish attempt `attempt` (0-based),
 /// derived from the pass's `id_seed`.
@@ -44,9 +42,7 @@ enum Then {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
-    ReadCommitted {
-        chunk: usize,
-    },
+    ReadCommitted(Box<ReadCommitted>),
     Allocate(Box<Allocate>),
     Descriptors {
         version: u64,
@@ -101,7 +97,11 @@ impl IndexPass {
                 skipped: BTreeSet::new(),
             }))
         } else {
-            State::ReadCommitted { chunk: 0 }
+            State::ReadCommitted(Box::new(ReadCommitted::new(
+                tables.clone(),
+                batch.iter().cloned().collect(),
+                cfg.chunk(),
+            )))
         };
         Self {
             tables,
@@ -207,25 +207,8 @@ impl IndexPass {
         )))
     }
 
-    fn on_committed(&mut self, chunk: usize, rows: &Rows) -> State {
-        for row in &rows.0 {
-            let pack = string_at(row, 0, "store_id")
-                .and_then(|s| uuid_at(row, 1, "pack_id").map(|p| (s, p)));
-            match pack {
-                Ok(pack) => {
-                    self.committed.insert(pack);
-                }
-                Err(bad) => {
-                    return State::Done(Err(IndexError::Malformed {
-                        statement: "index.read_committed",
-                        detail: bad.0,
-                    }));
-                }
-            }
-        }
-        if chunk + 1 < self.chunk_count(self.batch.len()) {
-            return State::ReadCommitted { chunk: chunk + 1 };
-        }
+    fn on_committed(&mut self, committed: BTreeSet<PackRef>) -> State {
+        self.committed = committed;
         self.pending = self
             .batch
             .iter()
@@ -335,12 +318,9 @@ impl IndexPass {
     fn next(&mut self, state: State, input: Input) -> State {
         match (state, input) {
             (done @ State::Done(_), _) => done,
-            (State::ReadCommitted { chunk }, Input::Rows(rows)) => self.on_committed(chunk, &rows),
-            (State::ReadCommitted { .. }, Input::Failed(failure)) => {
-                State::Done(Err(IndexError::Statement {
-                    statement: "index.read_committed",
-                    failure,
-                }))
+            (State::ReadCommitted(mut read), input) => {
+                read.handle(input);
+                State::ReadCommitted(read)
             }
             (State::Allocate(mut alloc), input) => {
                 alloc.handle(input);
@@ -402,13 +382,12 @@ impl IndexPass {
                 failure,
             })),
             // Only the nested allocation and publish ask for draws.
-            (
-                State::ReadCommitted { .. } | State::Descriptors { .. } | State::Inventory { .. },
-                input @ Input::Drawn(_),
-            ) => State::Done(Err(IndexError::UnexpectedInput {
-                expected: "rows or a failure",
-                got: input.describe(),
-            })),
+            (State::Descriptors { .. } | State::Inventory { .. }, input @ Input::Drawn(_)) => {
+                State::Done(Err(IndexError::UnexpectedInput {
+                    expected: "rows or a failure",
+                    got: input.describe(),
+                }))
+            }
         }
     }
 }
@@ -418,13 +397,18 @@ impl Machine for IndexPass {
 
     fn poll(&mut self) -> Step<Self::Outcome> {
         match &mut self.state {
-            State::ReadCommitted { chunk } => {
-                let chunk = *chunk;
-                Step::Execute(sql::read_committed(
-                    &self.tables,
-                    self.chunk_of(&self.batch, chunk),
-                ))
-            }
+            State::ReadCommitted(read) => match read.poll() {
+                Step::Execute(stmt) => Step::Execute(stmt),
+                Step::Draw { below } => Step::Draw { below },
+                Step::Done(Ok(committed)) => {
+                    self.state = self.on_committed(committed);
+                    self.poll()
+                }
+                Step::Done(Err(e)) => {
+                    self.state = State::Done(Err(e));
+                    self.poll()
+                }
+            },
             State::Allocate(alloc) => match alloc.poll() {
                 Step::Execute(stmt) => Step::Execute(stmt),
                 Step::Draw { below } => Step::Draw { below },
@@ -475,9 +459,12 @@ impl Machine for IndexPass {
 
     fn handle(&mut self, input: Input) {
         // The state is consumed by value (a nested machine moves as its
-        // box) and the transition names the next one; `ReadCommitted` only
+        // box) and the transition names the next one; an empty outcome only
         // holds the slot while it runs.
-        let state = std::mem::replace(&mut self.state, State::ReadCommitted { chunk: 0 });
+        let placeholder = State::Done(Ok(IndexReport::NothingToDo {
+            skipped: BTreeSet::new(),
+        }));
+        let state = std::mem::replace(&mut self.state, placeholder);
         self.state = self.next(state, input);
     }
 }

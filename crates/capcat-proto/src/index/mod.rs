@@ -31,10 +31,12 @@
 //! let lease = pass.lease().clone(); // renewed by the pass's publishes
 //! ```
 
+mod committed;
 mod error;
 mod machine;
 pub mod sql;
 
+pub use committed::ReadCommitted;
 pub use error::IndexError;
 pub use machine::{IndexPass, attempt_ids};
 

@@ -29,7 +29,7 @@ pub struct Page {
     pub next: Option<Cursor>,
 }
 
-fn input_error(statement: &'static str, input: Input) -> Result<Rows, ReaderError> {
+pub(super) fn input_error(statement: &'static str, input: Input) -> Result<Rows, ReaderError> {
     match input {
         Input::Rows(rows) => Ok(rows),
         Input::Failed(failure) => Err(ReaderError::Statement { statement, failure }),

@@ -16,12 +16,14 @@
 
 mod error;
 mod machines;
+mod pin;
 mod plan;
 pub mod projection;
 mod query;
 
 pub use error::ReaderError;
 pub use machines::{GetByIds, Lookup, Page, SearchPage};
+pub use pin::PinSnapshot;
 pub use plan::{MAX_LOOKUP_IDS, decode_watermark, get_by_ids, pin_watermark, search_page};
 pub use projection::{decode_records, encode_record, resolved_columns, result_columns};
 pub use query::{
