@@ -8,8 +8,8 @@ use std::sync::Arc;
 use capcat_proto::reader::{GetByIds, Lookup, Page, SearchPage, SearchQuery};
 use capcat_proto::schema::{EnsureOutcome, EnsureSchema};
 use capcat_proto::{
-    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishOutcome,
-    Tables,
+    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishError,
+    PublishOutcome, Tables,
 };
 use uuid::Uuid;
 
@@ -224,10 +224,34 @@ impl Catalog {
             packs,
             Uuid::new_v4(),
         );
-        let outcome = {
-            let (outcome, machine) = self.run_publishing("publish_snapshot", machine).await?;
-            lease.update(machine.lease().clone());
-            outcome?
+        let (outcome, machine) = self.run_publishing("publish_snapshot", machine).await?;
+        lease.update(machine.lease().clone());
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(PublishError::LeaseLost {
+                version,
+                publish_id,
+                head,
+            }) => {
+                return Err(CatalogError::LeaseLost {
+                    version,
+                    publish_id,
+                    head,
+                });
+            }
+            Err(PublishError::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+                ..
+            }) => {
+                return Err(CatalogError::Unsettled {
+                    version,
+                    until_ns,
+                    wait_ns,
+                });
+            }
+            Err(other) => return Err(other.into()),
         };
         match outcome {
             PublishOutcome::Won {
@@ -241,25 +265,6 @@ impl Catalog {
                 })
             }
             PublishOutcome::LostRace(race) => Err(CatalogError::LostRace(race)),
-            PublishOutcome::LeaseLost {
-                version,
-                publish_id,
-                head,
-            } => Err(CatalogError::LeaseLost {
-                version,
-                publish_id,
-                head,
-            }),
-            PublishOutcome::Unsettled {
-                version,
-                until_ns,
-                wait_ns,
-                ..
-            } => Err(CatalogError::Unsettled {
-                version,
-                until_ns,
-                wait_ns,
-            }),
             PublishOutcome::Conflict {
                 version,
                 publish_id,

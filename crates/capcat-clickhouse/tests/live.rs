@@ -435,7 +435,7 @@ async fn taken_over_publisher(test: &str, design: Design) -> Option<bool> {
     let changed = before != after;
     if !changed {
         assert!(
-            matches!(outcome, Ok(capcat_proto::PublishOutcome::LeaseLost { .. })),
+            matches!(outcome, Err(capcat_proto::PublishError::LeaseLost { .. })),
             "{outcome:?}"
         );
     }

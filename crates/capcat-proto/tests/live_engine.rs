@@ -10,8 +10,8 @@ use capcat_chdb::{Engine, Request};
 use capcat_proto::config::Config;
 use capcat_proto::descriptor::CaptureDescriptor;
 use capcat_proto::{
-    IndexPass, IndexReport, Input, Lease, LeaseClaim, Machine, Publish, PublishOutcome, Step,
-    Tables, lease, publish,
+    IndexPass, IndexReport, Input, Lease, LeaseClaim, Machine, Publish, PublishError, Step, Tables,
+    lease, publish,
 };
 use uuid::Uuid;
 
@@ -176,7 +176,7 @@ fn a_successor_between_renewal_and_the_inserts_fences_the_publisher_out() {
     assert!(matches!(execute(engine, &successor), Input::Rows(_)));
     let outcome = drive(engine, &mut m);
     assert!(
-        matches!(outcome, Ok(PublishOutcome::LeaseLost { head: Some(ref h), .. }) if h.holder == "successor"),
+        matches!(outcome, Err(PublishError::LeaseLost { head: Some(ref h), .. }) if h.holder == "successor"),
         "{outcome:?}"
     );
     assert_eq!(

@@ -222,7 +222,7 @@ fn mine_absent_with_a_live_foreign_head_is_lease_lost() {
     };
     let out = canned_loss(common::head_row(9, id(2), "b", 99, true), &lease);
     assert!(
-        matches!(out, Ok(PublishOutcome::LeaseLost { head: Some(ref h), .. }) if h.lease_id == id(2)),
+        matches!(out, Err(PublishError::LeaseLost { head: Some(ref h), .. }) if h.lease_id == id(2)),
         "{out:?}"
     );
 }
@@ -263,7 +263,7 @@ fn a_taken_over_publisher_is_refused_at_renewal_and_issues_nothing_else() {
         .expect("takeover");
     let run = publish(&mut cat, Config::default(), stale, 1, id(50));
     assert_eq!(run.names(), ["lease.read_head"]);
-    assert!(matches!(run.outcome, Ok(PublishOutcome::LeaseLost { .. })));
+    assert!(matches!(run.outcome, Err(PublishError::LeaseLost { .. })));
 }
 
 /// A takeover wedged between the renewal and the guarded INSERTs: the fence
@@ -298,7 +298,7 @@ fn a_takeover_after_the_renewal_is_fenced_out_and_writes_nothing() {
         assert_eq!(!cat.watermark.is_empty(), lands, "{design}: watermark");
         if !lands {
             assert!(
-                matches!(run.outcome, Ok(PublishOutcome::LeaseLost { .. })),
+                matches!(run.outcome, Err(PublishError::LeaseLost { .. })),
                 "{:?}",
                 run.outcome
             );
@@ -337,10 +337,7 @@ fn empty_lease_table_fence_counts_the_head_row_instead_of_comparing_a_tuple() {
     };
     let run = publish(&mut cat, Config::default(), lease, 1, id(50));
     assert!(
-        matches!(
-            run.outcome,
-            Ok(PublishOutcome::LeaseLost { head: None, .. })
-        ),
+        matches!(run.outcome, Err(PublishError::LeaseLost { head: None, .. })),
         "{:?}",
         run.outcome
     );
@@ -541,7 +538,7 @@ fn an_abandoned_watermark_puts_the_next_publish_off_until_its_row_has_expired() 
         ["lease.read_head", "lease.insert_claim", "lease.read_claims"]
     );
     match run.outcome {
-        Ok(PublishOutcome::Unsettled {
+        Err(PublishError::Unsettled {
             until_ns, wait_ns, ..
         }) => {
             assert_eq!(until_ns, abandoned_under.expires_at_ns);

@@ -11,7 +11,7 @@ use crate::descriptor::{
 };
 use crate::lease::Lease;
 use crate::machine::{Input, Machine, Step};
-use crate::publish::{PackRef, Publish, PublishOutcome};
+use crate::publish::{PackRef, Publish, PublishError, PublishOutcome};
 use crate::tables::Tables;
 
 use super::{IndexError, IndexReport, ReadCommitted, sql};
@@ -239,10 +239,7 @@ impl IndexPass {
             .collect()
     }
 
-    fn on_published(
-        &mut self,
-        outcome: Result<PublishOutcome, crate::publish::PublishError>,
-    ) -> State {
+    fn on_published(&mut self, outcome: Result<PublishOutcome, PublishError>) -> State {
         let packs: BTreeSet<PackRef> = self.pending.iter().cloned().collect();
         let recording = |version, publish_id, then| State::Inventory {
             version,
@@ -276,7 +273,7 @@ impl IndexPass {
                     self.start_attempt()
                 }
             }
-            Ok(PublishOutcome::LeaseLost {
+            Err(PublishError::LeaseLost {
                 version,
                 publish_id,
                 head,
@@ -285,7 +282,7 @@ impl IndexPass {
                 publish_id,
                 head,
             })),
-            Ok(PublishOutcome::Unsettled {
+            Err(PublishError::Unsettled {
                 version,
                 until_ns,
                 wait_ns,

@@ -67,7 +67,7 @@ pub struct Lease {
     ///
     /// Until a renewal stamped AFTER this time proves the clock has passed
     /// it, the lease sends no guarded statement: a publish attempt ends
-    /// [`Unsettled`](crate::publish::PublishOutcome::Unsettled) after its
+    /// [`Unsettled`](crate::publish::PublishError::Unsettled) after its
     /// renewal, and a [`Release`] is not sent (the lease is left to
     /// expire). Acting earlier would let an abandoned watermark land under
     /// a snapshot pinned after the holder's next publish, or after a

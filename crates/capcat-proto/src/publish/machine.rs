@@ -121,29 +121,29 @@ impl Publish {
 
     fn on_renewed(&mut self, outcome: Result<Lease, LeaseError>) -> State {
         let (version, publish_id) = (self.version, self.publish_id);
-        State::Done(match outcome {
+        State::Done(Err(match outcome {
             Ok(lease) if lease.unsettled() => {
                 let stamped_at = lease.claimed_at_ns(self.cfg.lease_ttl_ns());
                 let until_ns = lease.unsettled_until_ns;
                 self.lease = lease;
-                Ok(PublishOutcome::Unsettled {
+                PublishError::Unsettled {
                     version,
                     publish_id,
                     until_ns,
                     wait_ns: until_ns.saturating_sub(stamped_at).saturating_add(1),
-                })
+                }
             }
             Ok(lease) => {
                 self.lease = lease;
                 return State::Manifest { chunk: 0 };
             }
-            Err(LeaseError::NotHeld { head, .. }) => Ok(PublishOutcome::LeaseLost {
+            Err(LeaseError::NotHeld { head, .. }) => PublishError::LeaseLost {
                 version,
                 publish_id,
                 head,
-            }),
-            Err(source) => Err(PublishError::Renew { version, source }),
-        })
+            },
+            Err(source) => PublishError::Renew { version, source },
+        }))
     }
 
     /// The state after `state` handles `input`.
@@ -247,19 +247,19 @@ impl Publish {
         let lost = head.as_ref().is_some_and(|h: &LeaseHead| {
             h.live && (h.contested || h.lease_id != self.lease.lease_id)
         });
-        State::Done(Ok(if lost {
-            PublishOutcome::LeaseLost {
+        State::Done(if lost {
+            Err(PublishError::LeaseLost {
                 version,
                 publish_id,
                 head,
-            }
+            })
         } else {
-            PublishOutcome::LostRace(LostRace {
+            Ok(PublishOutcome::LostRace(LostRace {
                 version,
                 publish_id,
                 found,
-            })
-        }))
+            }))
+        })
     }
 }
 

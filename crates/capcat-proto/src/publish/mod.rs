@@ -49,13 +49,13 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::lease::LeaseHead;
-
 /// A pack's identity: `(store_id, pack_id)`.
 pub type PackRef = (String, Uuid);
 
-/// How a publish attempt ended (every case ran to completion; statement
-/// failures are [`PublishError`]s).
+/// What stands at V after a publish attempt whose guarded statements ran
+/// under the lease. An attempt the lease stopped (taken over, or unsettled
+/// after an abandoned statement) is a [`PublishError`], as it is an error of
+/// the index pass and of the catalog adapter: one meaning at every layer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PublishOutcome {
     /// The read-back found this attempt's publish_id alone at V: the
@@ -70,17 +70,6 @@ pub enum PublishOutcome {
     /// version was already published) or its lease was own-but-expired.
     /// Nothing it wrote is visible; a higher version may succeed. Retryable.
     LostRace(LostRace),
-    /// This attempt's row is absent and the lease head is another live
-    /// lease (or the renewal found the lease gone). Retrying at another
-    /// version would fail the same fence: acquire the lease again.
-    LeaseLost {
-        /// The version attempted.
-        version: u64,
-        /// This attempt's id.
-        publish_id: Uuid,
-        /// The head that replaced this publisher's lease, if any.
-        head: Option<LeaseHead>,
-    },
     /// This attempt's row stands at V BESIDE a foreign one: V's contents are
     /// the union of two publishes. Not retryable and not a kind of race: the
     /// packs ARE visible, so they must be recorded, and an operator must look.
@@ -93,22 +82,6 @@ pub enum PublishOutcome {
         foreign: Uuid,
         /// Every foreign publish id found at V.
         all_foreign: BTreeSet<Uuid>,
-    },
-    /// The renewal held, but a guarded statement an earlier attempt of this
-    /// lease abandoned (a timeout, a lost connection) may still land until
-    /// the server's clock passes `until_ns`, and the renewal was stamped
-    /// before that. Nothing was sent after the renewal, so nothing of this
-    /// attempt is visible. Retry after `wait_ns` (a duration: the server's
-    /// clock advances at the caller's rate, whatever the skew between them).
-    Unsettled {
-        /// The version that was to be published.
-        version: u64,
-        /// This attempt's id.
-        publish_id: Uuid,
-        /// The server time the abandoned statement may land until.
-        until_ns: u64,
-        /// How much longer the server's clock must run past the renewal.
-        wait_ns: u64,
     },
 }
 
