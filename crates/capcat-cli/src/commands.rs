@@ -368,13 +368,7 @@ fn print_status_file(spool_dir: &Path) {
             return;
         }
     };
-    let now = u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis()),
-    )
-    .unwrap_or(u64::MAX);
-    let age_ms = now.saturating_sub(status.written_at);
+    let age_ms = capcat_clickhouse::unix_now_ms().saturating_sub(status.written_at);
     let alive = pid_alive(status.pid);
     let state = match (status.closed, alive) {
         (true, _) => "closed",
@@ -460,13 +454,8 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
         .await
     {
         Ok(read) => {
-            let now = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis()),
-            )
-            .unwrap_or(u64::MAX);
-            let status = capcat_proto::demand::status(&read.folded, now);
+            let status =
+                capcat_proto::demand::status(&read.folded, capcat_clickhouse::unix_now_ms());
             println!(
                 "demand: {} pending pack(s), {} pending byte(s), oldest pending {:?} ms{}",
                 status.total.pending_packs,
@@ -718,12 +707,7 @@ pub(crate) async fn ingest(
                 .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
             let dtype = Dtype::from_str(&format!("{:?}", view.dtype()))
                 .map_err(|e| CliError::Other(format!("{}: tensor {name}: {e}", file.display())))?;
-            let captured_at_ns = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos()),
-            )
-            .unwrap_or(0);
+            let captured_at_ns = capcat_clickhouse::unix_now_ns();
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
                     tenant_id: tenant.to_owned(),

@@ -12,9 +12,12 @@
 //!   protocol operations it reads which packs the inventory holds
 //!   ([`Catalog::committed`], for the service's reconciler) and the demand
 //!   events ([`Catalog::read_demand`]).
+//! - [`clock`]: the one reading of the wall clock as Unix milliseconds
+//!   ([`unix_now_ms`]) or nanoseconds, for everything above capcat-proto.
 
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod demand;
 pub mod transport;
 
@@ -31,6 +34,7 @@ mod jitter;
 mod lease;
 
 pub use catalog::{Catalog, Published};
+pub use clock::{unix_now_ms, unix_now_ns};
 pub use drive::{MAX_STEPS, drive};
 pub use error::CatalogError;
 pub use jitter::Jitter;

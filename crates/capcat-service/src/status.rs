@@ -60,7 +60,7 @@ impl StatusFile {
         Self {
             format: STATUS_FORMAT,
             pid: std::process::id(),
-            written_at: crate::service::now_ms(),
+            written_at: capcat_clickhouse::unix_now_ms(),
             holder: holder.to_owned(),
             catalog_prefix: catalog_prefix.to_owned(),
             closed,
