@@ -23,9 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::snapshot::Snapshot;
-
-/// The status file's name inside the spool directory.
-pub const STATUS_FILE_NAME: &str = "status.json";
+pub use crate::spool::STATUS_FILE_NAME;
 
 /// The status file's format version. A reader refuses a newer one with
 /// [`StatusError::NewerFormat`] rather than misreading it.
