@@ -21,6 +21,9 @@ pub mod clock;
 pub mod demand;
 pub mod transport;
 
+/// The pinned libchdb the embedded transport loads (capcat-chdb's `pin`:
+/// version, tarball, SHA-256), for fetchers above this crate (the CLI).
+pub use capcat_chdb::pin as libchdb_pin;
 pub use transport::{
     BoxFuture, Counting, Embedded, Http, HttpError, HttpOptions, StatementCount, Transport,
 };
