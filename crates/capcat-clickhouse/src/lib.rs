@@ -39,6 +39,6 @@ mod lease;
 pub use catalog::{Catalog, Published};
 pub use clock::{unix_now_ms, unix_now_ns};
 pub use drive::{MAX_STEPS, drive};
-pub use error::CatalogError;
+pub use error::{CatalogError, VALUE_REFUSAL_CODES, failure_is_outage};
 pub use jitter::Jitter;
 pub use lease::LeaseHandle;
