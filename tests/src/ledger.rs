@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use capcat_proto::{PackRef, Param};
 use uuid::Uuid;
@@ -22,12 +21,9 @@ use uuid::Uuid;
 /// dropped and counted (and the checker refuses to call the run clean).
 pub const MAX_RECORDS: usize = 2_000_000;
 
-/// Wall-clock nanoseconds since the Unix epoch: the clock `now64(9)` reads.
-pub fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
+/// Wall-clock nanoseconds since the Unix epoch: the clock `now64(9)` reads
+/// (capcat-clickhouse's one reading of the wall clock).
+pub use capcat_clickhouse::unix_now_ns as now_ns;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking actor leaves plain records behind, still consistent.

@@ -3,9 +3,9 @@
 //! The npm package `@chdb/lib-linux-x64-gnu` is the only place chDB publishes
 //! its C library as a versioned, immutable artifact. We fetch the tarball with
 //! `npm pack` (so npm's own registry configuration, proxy and cache apply),
-//! check it against a pinned SHA-256 (npm's integrity field only proves the
-//! registry served what it indexed, not that it is the build we tested), and
-//! unpack only `package/libchdb.so`.
+//! check it against the SHA-256 pinned in `capcat_chdb::pin` (npm's
+//! integrity field only proves the registry served what it indexed, not that
+//! it is the build we tested), and unpack only `package/libchdb.so`.
 
 use std::fs;
 use std::io::Read;
@@ -16,17 +16,10 @@ use sha2::{Digest, Sha256};
 
 use crate::{Result, cache};
 
-/// The npm package that ships libchdb for x86_64 Linux (glibc).
-const PACKAGE: &str = "@chdb/lib-linux-x64-gnu";
-/// The pinned engine version; `docs/embedded-engine.md` records what was measured with it.
-pub(crate) const VERSION: &str = "26.7.3-stable.1";
-/// The tarball `npm pack` writes for [`PACKAGE`] at [`VERSION`].
-const TARBALL: &str = "chdb-lib-linux-x64-gnu-26.7.3-stable.1.tgz";
-/// SHA-256 of [`TARBALL`], computed from the first download on 2026-11-29
-/// (npm's sha1 shasum for the same file is d2905fafd0e0ac0e231cccadd1f0f6d010977297).
-const TARBALL_SHA256: &str = "c0d32b129e988f2b9a9a31c9141aecf5e1e2453f9a079efc4d36ab8e3f92b2ad";
-/// The member of the tarball we keep.
-const MEMBER: &str = "package/libchdb.so";
+// The pin (package, version, tarball name, SHA-256, member) is written once,
+// in capcat-chdb's `pin` module, which also names the cache directory
+// capcat-chdb loads the library from.
+use capcat_chdb::pin::{MEMBER, PACKAGE, TARBALL, TARBALL_SHA256, VERSION};
 
 /// Returns the path of a verified `libchdb.so`, fetching it when absent.
 ///

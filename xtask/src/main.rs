@@ -11,6 +11,7 @@ mod cache;
 mod corpus;
 mod engine;
 mod golden;
+mod lint_arch;
 mod model;
 mod s3_server;
 mod spec;
@@ -35,6 +36,8 @@ commands:
   check-specs        parse spec/*.tla and check their names against the model
   check-golden       open the golden pack from Python and compare it with
                      its manifest
+  lint-arch          check the crate layering (cargo metadata) and that
+                     rejected protocol designs stay in capcat-proto's designs/
   corpus [--check]   regenerate the model's trace corpus (tests/corpus); with
                      --check, regenerate into a temp dir and fail if it differs
   model [--deep]     list (or, with --deep, run in release) the model
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         "build-s3-server" => s3_server::ensure_binary().map(|path| println!("{}", path.display())),
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
+        "lint-arch" => lint_arch::run(),
         "corpus" => corpus::run(rest),
         "model" => model::run(rest),
         "help" | "--help" | "-h" => {

@@ -2,14 +2,17 @@
 //! servers, and runs every suite with them required, so that a missing engine
 //! fails the run instead of silently skipping the tests that need it (the
 //! trace replay, `capcat-tests --test replay`, among them), then checks that
-//! the trace corpus is up to date.
+//! the trace corpus is up to date. The architecture lint runs first: it takes
+//! a second and needs no engine.
 
 use std::process::Command;
 
-use crate::{Result, cache, corpus, engine, golden, s3_server, spec};
+use crate::{Result, cache, corpus, engine, golden, lint_arch, s3_server, spec};
 
 /// Runs the whole test suite. Extra arguments go to `cargo nextest run`.
 pub(crate) fn run(extra: &[String]) -> Result<()> {
+    // The crate layering and the designs module's boundary (ARCHITECTURE.md).
+    lint_arch::run()?;
     let root = cache::repo_root();
     let libchdb = engine::ensure_libchdb()?;
     let s3_server = s3_server::ensure_binary()?;

@@ -115,13 +115,10 @@ pub(crate) struct Api {
 
 static API: OnceLock<Result<Api, (PathBuf, String)>> = OnceLock::new();
 
-/// The version directory of the pinned engine under the cache.
-pub(crate) const PINNED_VERSION: &str = "26.7.3-stable.1";
-
 /// Where the library is looked for: `$CAPCAT_LIBCHDB`, else
-/// `<cache>/libchdb/<version>/libchdb.so` with `<cache>` being
-/// `$CAPCAT_CACHE_DIR` or `~/.cache/capcat` (where `cargo xtask
-/// fetch-engine` puts it).
+/// `<cache>/libchdb/<version>/libchdb.so` with `<version>` the pinned
+/// [`crate::pin::VERSION`] and `<cache>` being `$CAPCAT_CACHE_DIR` or
+/// `~/.cache/capcat` (where `cargo xtask fetch-engine` puts it).
 pub fn library_path() -> Result<PathBuf, ChdbError> {
     if let Some(path) = std::env::var_os("CAPCAT_LIBCHDB") {
         return Ok(PathBuf::from(path));
@@ -135,7 +132,7 @@ pub fn library_path() -> Result<PathBuf, ChdbError> {
     };
     Ok(cache
         .join("libchdb")
-        .join(PINNED_VERSION)
+        .join(crate::pin::VERSION)
         .join("libchdb.so"))
 }
 

@@ -22,6 +22,7 @@
 mod engine;
 mod error;
 mod ffi;
+pub mod pin;
 mod request;
 
 #[cfg(feature = "http-front")]

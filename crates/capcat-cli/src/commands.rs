@@ -3,10 +3,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::str::FromStr as _;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capcat_clickhouse::Transport;
 use capcat_pack::{
     CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
 };
@@ -95,13 +93,12 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
 }
 
 fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<Catalog, CliError> {
-    let transport: Arc<dyn Transport> =
-        target.open(cfg.catalog_request_timeout, cfg.catalog_connect_timeout)?;
-    Ok(Catalog::new(
-        transport,
-        cfg.tables.clone(),
-        cfg.protocol.clone(),
-    ))
+    Ok(target.open(
+        &cfg.tables,
+        &cfg.protocol,
+        cfg.catalog_request_timeout,
+        cfg.catalog_connect_timeout,
+    )?)
 }
 
 /// `capcat sql`.
@@ -170,20 +167,11 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     Ok(())
 }
 
-async fn head_watermark(catalog: &Catalog) -> Result<u64, CliError> {
-    let rows = catalog
-        .transport()
-        .execute(&capcat_proto::reader::pin_watermark(catalog.tables()))
-        .await
-        .map_err(|e| CliError::Other(e.to_string()))?;
-    Ok(capcat_proto::reader::decode_watermark(&rows)?)
-}
-
 /// `capcat get`.
 pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let watermark = head_watermark(&catalog).await?;
+    let watermark = catalog.pin().await?;
     let lookup = catalog
         .get_by_ids(tenant, ids.into_iter().collect(), watermark)
         .await?;
@@ -287,7 +275,7 @@ pub(crate) async fn hydrate(
     let (cfg, target, store_target) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
     let store = store_target.open()?;
-    let watermark = head_watermark(&catalog).await?;
+    let watermark = catalog.pin().await?;
     let lookup = catalog
         .get_by_ids(tenant, BTreeSet::from([id]), watermark)
         .await?;
@@ -368,13 +356,7 @@ fn print_status_file(spool_dir: &Path) {
             return;
         }
     };
-    let now = u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis()),
-    )
-    .unwrap_or(u64::MAX);
-    let age_ms = now.saturating_sub(status.written_at);
+    let age_ms = capcat_clickhouse::unix_now_ms().saturating_sub(status.written_at);
     let alive = pid_alive(status.pid);
     let state = match (status.closed, alive) {
         (true, _) => "closed",
@@ -448,31 +430,24 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
             return Ok(());
         }
     };
-    match head_watermark(&catalog).await {
+    match catalog.pin().await {
         Ok(w) => println!(
             "catalog {}: published head (watermark) {w}",
             cfg.tables.prefix()
         ),
         Err(e) => println!("catalog {}: {e}", cfg.tables.prefix()),
     }
-    match catalog
-        .read_demand(capcat_proto::demand::DEFAULT_READ_LIMIT)
-        .await
-    {
-        Ok(read) => {
-            let now = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis()),
-            )
-            .unwrap_or(u64::MAX);
-            let status = capcat_proto::demand::status(&read.folded, now);
+    // Ages are measured by capcat-clickhouse, on the clock the service
+    // stamps seal times with.
+    match catalog.demand_report().await {
+        Ok(report) => {
+            let status = &report.status;
             println!(
                 "demand: {} pending pack(s), {} pending byte(s), oldest pending {:?} ms{}",
                 status.total.pending_packs,
                 status.total.pending_bytes,
                 status.total.oldest_pending_ms,
-                if read.truncated {
+                if report.truncated {
                     " (events truncated)"
                 } else {
                     ""
@@ -718,12 +693,7 @@ pub(crate) async fn ingest(
                 .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
             let dtype = Dtype::from_str(&format!("{:?}", view.dtype()))
                 .map_err(|e| CliError::Other(format!("{}: tensor {name}: {e}", file.display())))?;
-            let captured_at_ns = u64::try_from(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos()),
-            )
-            .unwrap_or(0);
+            let captured_at_ns = capcat_clickhouse::unix_now_ns();
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
                     tenant_id: tenant.to_owned(),

@@ -81,12 +81,6 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
         Some(capcat_service::owner_lock::take(&spool_path, &holder)?)
     };
 
-    let loading = spinner("loading the embedded ClickHouse engine (libchdb)");
-    let engine_started = Instant::now();
-    let transport = CatalogTarget::Embedded(catalog_path.clone())
-        .open(Duration::from_secs(60), Duration::from_secs(10))?;
-    loading.finish_with_message(format!("engine loaded in {:.2?}", engine_started.elapsed()));
-
     let config = ServiceConfig {
         spool_dir: spool_path,
         catalog_prefix: "capcat_demo".to_owned(),
@@ -102,10 +96,20 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
         ..ServiceConfig::default()
     }
     .validate()?;
+
+    let loading = spinner("loading the embedded ClickHouse engine (libchdb)");
+    let engine_started = Instant::now();
+    let catalog = CatalogTarget::Embedded(catalog_path.clone()).open(
+        &config.tables,
+        &config.protocol,
+        Duration::from_secs(60),
+        Duration::from_secs(10),
+    )?;
+    loading.finish_with_message(format!("engine loaded in {:.2?}", engine_started.elapsed()));
+
     let store = AnyStore::from(
         capcat_s3::LocalStore::open(store_path).map_err(|e| CliError::Other(e.to_string()))?,
     );
-    let catalog = Catalog::new(transport, config.tables.clone(), config.protocol.clone());
     if options.verify_only {
         return verify_only(&catalog, &store, &config, &options).await;
     }

@@ -1,6 +1,7 @@
 //! Finding libchdb, and fetching it when absent: the same steps as
-//! `cargo xtask fetch-engine` (xtask/src/engine.rs), so `capcat demo` works
-//! on a machine where nobody ran xtask.
+//! `cargo xtask fetch-engine` (xtask/src/engine.rs), with the same pin
+//! (`capcat_chdb::pin`), so `capcat demo` works on a machine where nobody
+//! ran xtask.
 
 use std::fs;
 use std::io::Read as _;
@@ -9,16 +10,9 @@ use std::process::Command;
 
 use sha2::{Digest as _, Sha256};
 
-/// The npm package that ships libchdb for x86_64 Linux (glibc).
-const PACKAGE: &str = "@chdb/lib-linux-x64-gnu";
-/// The pinned version. Copied from xtask/src/engine.rs `VERSION`; keep in step.
-const VERSION: &str = "26.7.3-stable.1";
-/// The tarball `npm pack` writes.
-const TARBALL: &str = "chdb-lib-linux-x64-gnu-26.7.3-stable.1.tgz";
-/// Its pinned SHA-256. Copied from xtask/src/engine.rs `TARBALL_SHA256`.
-const TARBALL_SHA256: &str = "c0d32b129e988f2b9a9a31c9141aecf5e1e2453f9a079efc4d36ab8e3f92b2ad";
-/// The library inside the tarball.
-const MEMBER: &str = "package/libchdb.so";
+// The pin (package, version, tarball name, SHA-256, member) is written once,
+// in capcat-chdb's `pin` module; capcat-clickhouse re-exports it.
+use capcat_clickhouse::libchdb_pin::{MEMBER, PACKAGE, TARBALL, TARBALL_SHA256, VERSION};
 
 /// Why the engine could not be found or fetched.
 #[derive(Debug, thiserror::Error)]

@@ -1,10 +1,10 @@
 //! `--catalog` and `--store`: where the catalog and the packs live.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use capcat_clickhouse::{Embedded, Http, HttpOptions, Transport};
+use capcat_clickhouse::{Catalog, CatalogError, HttpOptions};
+use capcat_proto::{Config, Tables};
 use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
 
 /// A catalog location.
@@ -75,25 +75,27 @@ impl CatalogTarget {
         })
     }
 
-    /// Opens the transport (loading libchdb, fetched when absent, for an
-    /// embedded catalog).
+    /// Opens the catalog under `tables` with the protocol configuration
+    /// `protocol` (loading libchdb, fetched when absent, for an embedded
+    /// catalog). The transport is capcat-clickhouse's business: the CLI
+    /// never sees it.
     ///
     /// # Errors
     /// The engine cannot be loaded or the URL is refused.
     pub(crate) fn open(
         &self,
+        tables: &Tables,
+        protocol: &Config,
         request_timeout: Duration,
         connect_timeout: Duration,
-    ) -> Result<Arc<dyn Transport>, TargetError> {
-        match self {
+    ) -> Result<Catalog, TargetError> {
+        let catalog = match self {
             Self::Embedded(path) => {
                 crate::engine_fetch::ensure_libchdb()
                     .map_err(|e| TargetError::Catalog(e.to_string()))?;
                 std::fs::create_dir_all(path)
                     .map_err(|e| TargetError::Catalog(format!("{}: {e}", path.display())))?;
-                let embedded =
-                    Embedded::open(path).map_err(|e| TargetError::Catalog(e.to_string()))?;
-                Ok(Arc::new(embedded))
+                Catalog::embedded(path, tables.prefix())
             }
             Self::Http(url) => {
                 let options = HttpOptions {
@@ -101,11 +103,11 @@ impl CatalogTarget {
                     connect_timeout,
                     ..HttpOptions::default()
                 };
-                let http =
-                    Http::new(url, options).map_err(|e| TargetError::Catalog(e.to_string()))?;
-                Ok(Arc::new(http))
+                Catalog::http(url, tables.prefix(), options)
             }
         }
+        .map_err(open_error)?;
+        Ok(catalog.with_config(protocol.clone()))
     }
 
     /// The URL the service configuration validates, when there is one.
@@ -116,6 +118,16 @@ impl CatalogTarget {
             Self::Embedded(_) => None,
         }
     }
+}
+
+/// A catalog that did not open, worded as the engine or the HTTP client
+/// words it (without [`CatalogError`]'s own "embedded engine: " prefix:
+/// [`TargetError::Catalog`] already says "catalog: ").
+fn open_error(error: CatalogError) -> TargetError {
+    TargetError::Catalog(match error {
+        CatalogError::Engine(engine) => engine.to_string(),
+        other => other.to_string(),
+    })
 }
 
 impl StoreTarget {

@@ -10,10 +10,8 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capcat_clickhouse::demand::{
-    DemandPublisher, PublisherOptions, compact, read_demand, unix_now_ms,
-};
-use capcat_clickhouse::{Catalog, Http, HttpOptions, Transport};
+use capcat_clickhouse::demand::{DemandPublisher, PublisherOptions, compact, read_demand};
+use capcat_clickhouse::{Catalog, Http, HttpOptions, Transport, unix_now_ms};
 use capcat_proto::Tables;
 use capcat_proto::demand::{DEFAULT_READ_LIMIT, DemandEvent, storage};
 use uuid::Uuid;

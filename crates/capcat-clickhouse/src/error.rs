@@ -139,3 +139,239 @@ pub enum CatalogError {
         steps: u32,
     },
 }
+
+impl CatalogError {
+    /// Whether this failure is an outage, which says nothing about the
+    /// values the operation carried (retry the same work later; a failed
+    /// index pass counts against none of its packs), rather than the
+    /// catalog refusing those values (a failed index pass then counts
+    /// against its packs, and the service halves the batch to find the
+    /// culprit).
+    ///
+    /// Only an index pass whose statement the server refused with one of
+    /// [`VALUE_REFUSAL_CODES`] is a refusal; every other failure is an
+    /// outage, so a misconfigured, unreachable or half-dropped catalog
+    /// never sets packs aside. Per kind of variant:
+    ///
+    /// - [`Index`](Self::Index): a refusal only when a statement (or the
+    ///   inventory read) failed with a value-refusal code; lost races, lost
+    ///   leases, allocation and publish failures and a read-back of the
+    ///   wrong shape are outages.
+    /// - Set-up failures ([`Prefix`](Self::Prefix),
+    ///   [`Config`](Self::Config), [`Engine`](Self::Engine),
+    ///   [`Http`](Self::Http), [`Schema`](Self::Schema),
+    ///   [`Drop`](Self::Drop)): outages: they carry no pack data.
+    /// - Lease states ([`Lease`](Self::Lease), [`Released`](Self::Released),
+    ///   [`InDoubt`](Self::InDoubt), [`LeaseLost`](Self::LeaseLost),
+    ///   [`Unsettled`](Self::Unsettled)): outages: acquire (or wait) and
+    ///   retry.
+    /// - Publish outcomes ([`Allocate`](Self::Allocate),
+    ///   [`Publish`](Self::Publish), [`LostRace`](Self::LostRace),
+    ///   [`Conflict`](Self::Conflict)): outages of the protocol, never of the
+    ///   values (a conflict still needs an operator; it is not the packs'
+    ///   fault).
+    /// - [`Reader`](Self::Reader): a read carries no pack data: an outage.
+    /// - [`MachineRunaway`](Self::MachineRunaway): a bug, not the values: an
+    ///   outage.
+    #[must_use]
+    pub fn is_outage(&self) -> bool {
+        match self {
+            Self::Index(error) => index_error_is_outage(error),
+            Self::Prefix(_)
+            | Self::Config(_)
+            | Self::Engine(_)
+            | Self::Http(_)
+            | Self::Schema(_)
+            | Self::Drop { .. }
+            | Self::Lease(_)
+            | Self::Released { .. }
+            | Self::InDoubt { .. }
+            | Self::LeaseLost { .. }
+            | Self::Unsettled { .. }
+            | Self::Allocate(_)
+            | Self::Publish(_)
+            | Self::LostRace(_)
+            | Self::Conflict { .. }
+            | Self::Reader(_)
+            | Self::MachineRunaway { .. } => true,
+        }
+    }
+}
+
+/// Whether an index failure is an outage (the catalog could not be reached,
+/// timed out, fenced or out-raced us, or failed in a way that says nothing
+/// about the packs) rather than a refusal of these packs' values.
+fn index_error_is_outage(error: &IndexError) -> bool {
+    match error {
+        IndexError::Statement { failure, .. } | IndexError::Inventory { failure, .. } => {
+            failure_is_outage(failure)
+        }
+        // Lost races, lost leases, allocation and publish failures, and a
+        // read-back of the wrong shape say nothing about the packs: retry
+        // the same batch later.
+        _ => true,
+    }
+}
+
+/// ClickHouse exception codes that refuse the values a statement carried
+/// (a parse error, a type mismatch, a value too large), as opposed to the
+/// server being unreachable, missing a table, or out of resources.
+/// Anything not listed counts as an outage (see [`CatalogError::is_outage`]),
+/// so a misconfigured or half-dropped catalog never sets packs aside.
+///
+/// The packs' values travel only as query parameters (the descriptor rows
+/// are one TabSeparated `String` parameter parsed by `format()`), never in
+/// the SQL text, and the text is the protocol's own. So SYNTAX_ERROR (62),
+/// TOO_BIG_AST (167) and TOO_DEEP_AST (168) can no longer be caused by a
+/// pack, however large (max_query_size bounds the text, which no value
+/// enters): they mean the statement itself is wrong, an outage that must
+/// not set packs aside, and are not listed.
+pub const VALUE_REFUSAL_CODES: &[u32] = &[
+    6,   // CANNOT_PARSE_TEXT
+    26,  // CANNOT_PARSE_QUOTED_STRING
+    27,  // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+    38,  // CANNOT_PARSE_DATE
+    41,  // CANNOT_PARSE_DATETIME
+    43,  // ILLEGAL_TYPE_OF_ARGUMENT
+    53,  // TYPE_MISMATCH
+    69,  // ARGUMENT_OUT_OF_BOUND
+    72,  // CANNOT_PARSE_NUMBER
+    131, // TOO_LARGE_STRING_SIZE
+    321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE: a value outside its column's type.
+    376, // CANNOT_PARSE_UUID
+    // BAD_QUERY_PARAMETER: a parameter's value does not parse as its
+    // declared type. The only parameters that carry pack data are the
+    // descriptor rows, so this refuses the packs' values and counts against
+    // them (halving finds the culprit; a renderer bug refusing every batch
+    // would show as every pack refused alone, named in rejected_packs,
+    // still in the store and recoverable by reconcile).
+    457,
+];
+
+/// Whether a statement failure is an outage: everything but a server
+/// exception refusing the statement's values ([`VALUE_REFUSAL_CODES`]).
+#[must_use]
+pub fn failure_is_outage(failure: &Failure) -> bool {
+    !matches!(failure, Failure::Server { code, .. } if VALUE_REFUSAL_CODES.contains(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement(failure: Failure) -> IndexError {
+        IndexError::Statement {
+            statement: "index.insert_descriptors",
+            failure,
+        }
+    }
+
+    fn server(code: u32) -> Failure {
+        Failure::Server {
+            code,
+            message: format!("exception {code}"),
+        }
+    }
+
+    #[test]
+    fn only_an_index_statement_refusing_values_is_not_an_outage() {
+        // Value refusals count against the packs.
+        for code in [27, 321, 457] {
+            assert!(
+                !CatalogError::Index(statement(server(code))).is_outage(),
+                "{code}"
+            );
+            let inventory = IndexError::Inventory {
+                version: 1,
+                publish_id: Uuid::nil(),
+                failure: server(code),
+            };
+            assert!(!CatalogError::Index(inventory).is_outage(), "{code}");
+        }
+        // SYNTAX_ERROR: no value enters the SQL text, so it is never the
+        // packs' fault; UNKNOWN_TABLE (a dropped catalog) and
+        // MEMORY_LIMIT_EXCEEDED (the server's state) neither.
+        for outage in [
+            server(62),
+            server(60),
+            server(241),
+            Failure::Timeout,
+            Failure::Transport {
+                message: "connection refused".into(),
+            },
+            Failure::Malformed {
+                message: "wrong width".into(),
+            },
+        ] {
+            assert!(
+                CatalogError::Index(statement(outage.clone())).is_outage(),
+                "{outage:?}"
+            );
+        }
+        // An index pass that lost its lease or read back the wrong shape
+        // says nothing about the packs.
+        let lost = IndexError::LeaseLost {
+            version: 3,
+            publish_id: Uuid::nil(),
+            head: None,
+        };
+        assert!(CatalogError::Index(lost).is_outage());
+        let malformed = IndexError::Malformed {
+            statement: "index.read_committed",
+            detail: String::new(),
+        };
+        assert!(CatalogError::Index(malformed).is_outage());
+    }
+
+    #[test]
+    fn every_other_variant_is_an_outage_even_carrying_a_refusal_code() {
+        let outages = [
+            CatalogError::Released {
+                lease_id: Uuid::nil(),
+            },
+            CatalogError::InDoubt {
+                lease_id: Uuid::nil(),
+            },
+            CatalogError::MachineRunaway {
+                operation: "index",
+                steps: 1,
+            },
+            // A refusal code outside an index pass is still no pack's fault.
+            CatalogError::Drop {
+                statement: "schema.drop",
+                failure: server(27),
+            },
+            CatalogError::Reader(ReaderError::Statement {
+                statement: "reader.pin_watermark",
+                failure: server(27),
+            }),
+            CatalogError::Unsettled {
+                version: 1,
+                until_ns: 2,
+                wait_ns: 3,
+            },
+            CatalogError::LeaseLost {
+                version: 1,
+                publish_id: Uuid::nil(),
+                head: None,
+            },
+            CatalogError::Conflict {
+                version: 1,
+                publish_id: Uuid::nil(),
+                all_foreign: BTreeSet::new(),
+            },
+        ];
+        for error in outages {
+            assert!(error.is_outage(), "{error:?}");
+        }
+    }
+
+    #[test]
+    fn failures_are_outages_unless_a_listed_server_code() {
+        for &code in VALUE_REFUSAL_CODES {
+            assert!(!failure_is_outage(&server(code)), "{code}");
+        }
+        assert!(failure_is_outage(&server(62)));
+        assert!(failure_is_outage(&Failure::Timeout));
+    }
+}

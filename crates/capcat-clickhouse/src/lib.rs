@@ -12,12 +12,18 @@
 //!   protocol operations it reads which packs the inventory holds
 //!   ([`Catalog::committed`], for the service's reconciler) and the demand
 //!   events ([`Catalog::read_demand`]).
+//! - [`clock`]: the one reading of the wall clock as Unix milliseconds
+//!   ([`unix_now_ms`]) or nanoseconds, for everything above capcat-proto.
 
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod demand;
 pub mod transport;
 
+/// The pinned libchdb the embedded transport loads (capcat-chdb's `pin`:
+/// version, tarball, SHA-256), for fetchers above this crate (the CLI).
+pub use capcat_chdb::pin as libchdb_pin;
 pub use transport::{
     BoxFuture, Counting, Embedded, Http, HttpError, HttpOptions, StatementCount, Transport,
 };
@@ -31,7 +37,8 @@ mod jitter;
 mod lease;
 
 pub use catalog::{Catalog, Published};
+pub use clock::{unix_now_ms, unix_now_ns};
 pub use drive::{MAX_STEPS, drive};
-pub use error::CatalogError;
+pub use error::{CatalogError, VALUE_REFUSAL_CODES, failure_is_outage};
 pub use jitter::Jitter;
 pub use lease::LeaseHandle;

@@ -19,7 +19,6 @@ use capcat_s3::{PackKey, PackMetadata, PackStore};
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
-use crate::catalog::catalog_error_is_outage;
 use crate::descriptors::{descriptors_of, estimated_bytes};
 use crate::error::CycleError;
 use crate::service::{Inner, Owed};
@@ -454,7 +453,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     *guard = None;
                     self.lease_held.store(false, Ordering::SeqCst);
                 }
-                if catalog_error_is_outage(&error) {
+                if error.is_outage() {
                     Err(IndexFailure::Outage(error.to_string()))
                 } else {
                     Err(IndexFailure::Refused(error.to_string()))

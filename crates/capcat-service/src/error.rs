@@ -25,7 +25,7 @@ pub enum StartError {
         /// The spool directory.
         spool_dir: std::path::PathBuf,
         /// Who holds it, when the holder wrote itself down.
-        holder: Option<crate::owner_lock::SpoolHolder>,
+        holder: Option<crate::spool::SpoolHolder>,
     },
     /// The spool's owner lock could not be opened or taken for a reason
     /// other than another owner holding it.

@@ -16,24 +16,7 @@ use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use crate::error::StartError;
-
-/// The lock file's name inside the spool directory.
-pub const OWNER_LOCK_FILE_NAME: &str = ".owner.lock";
-
-/// Who holds a spool's owner lock, as the holder wrote it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpoolHolder {
-    /// The holding process's id.
-    pub pid: u32,
-    /// Its lease holder name.
-    pub holder: String,
-}
-
-impl std::fmt::Display for SpoolHolder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "pid {} (holder {:?})", self.pid, self.holder)
-    }
-}
+pub use crate::spool::{OWNER_LOCK_FILE_NAME, SpoolHolder};
 
 /// The outcome of trying to take the lock.
 #[derive(Debug)]

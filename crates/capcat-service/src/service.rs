@@ -3,11 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use capcat_clickhouse::demand::{DemandPublisher, PublisherOptions};
-use capcat_clickhouse::{Catalog, LeaseHandle};
+use capcat_clickhouse::{Catalog, LeaseHandle, unix_now_ms};
 use capcat_pack::{PackLimits, PackWriter, RecordMetadata};
 use capcat_proto::CaptureDescriptor;
 use capcat_s3::PackStore;
@@ -212,12 +212,6 @@ impl<S> Inner<S> {
     }
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// What a successful flush reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlushReport {
@@ -353,7 +347,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             owner: Mutex::new(owner),
             status_sequence: AtomicU64::new(0),
             status_written: Arc::new(Mutex::new(0)),
-            epoch: now_ms(),
+            epoch: unix_now_ms(),
             sealed_generation: AtomicU64::new(0),
             merged_generation: AtomicU64::new(0),
         });
@@ -473,7 +467,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             self.inner.epoch,
             generation,
             sealed.info.byte_length,
-            now_ms(),
+            unix_now_ms(),
         );
         Ok(Some(pack_id))
     }

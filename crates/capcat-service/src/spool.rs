@@ -16,6 +16,32 @@ use std::time::SystemTime;
 
 use uuid::Uuid;
 
+/// The owner lock's name inside the spool directory (see
+/// [`crate::owner_lock`], which takes it).
+pub const OWNER_LOCK_FILE_NAME: &str = ".owner.lock";
+/// The status file's name inside the spool directory (see
+/// [`crate::status`], which writes and reads it).
+pub const STATUS_FILE_NAME: &str = "status.json";
+
+/// Who holds a spool's owner lock, as the holder wrote it into
+/// [`OWNER_LOCK_FILE_NAME`]. Defined here, with the spool's other names,
+/// so that the errors naming a holder ([`crate::StartError::SpoolBusy`])
+/// depend on the spool alone and not on [`crate::owner_lock`], which
+/// returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpoolHolder {
+    /// The holding process's id.
+    pub pid: u32,
+    /// Its lease holder name.
+    pub holder: String,
+}
+
+impl std::fmt::Display for SpoolHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {} (holder {:?})", self.pid, self.holder)
+    }
+}
+
 /// The suffix of a pack being written.
 pub const OPEN_SUFFIX: &str = ".pack.open";
 /// The suffix of a sealed pack.
@@ -72,10 +98,9 @@ pub struct SpoolListing {
 /// spool (the owner lock, the status file and its temporaries): neither a
 /// pack nor foreign.
 fn is_service_file(name: &str) -> bool {
-    name == crate::owner_lock::OWNER_LOCK_FILE_NAME
-        || name == crate::status::STATUS_FILE_NAME
-        || (name.starts_with(&format!(".{}.", crate::status::STATUS_FILE_NAME))
-            && name.ends_with(".tmp"))
+    name == OWNER_LOCK_FILE_NAME
+        || name == STATUS_FILE_NAME
+        || (name.starts_with(&format!(".{STATUS_FILE_NAME}.")) && name.ends_with(".tmp"))
 }
 
 /// A spool directory.
@@ -279,11 +304,7 @@ mod tests {
             b"x",
         )
         .expect("odd");
-        fs::write(
-            dir.path().join(crate::owner_lock::OWNER_LOCK_FILE_NAME),
-            b"1 h\n",
-        )
-        .expect("lock file");
+        fs::write(dir.path().join(OWNER_LOCK_FILE_NAME), b"1 h\n").expect("lock file");
         crate::status::write_status(
             dir.path(),
             &crate::status::StatusFile::new("h", "p", false, crate::Snapshot::default()),

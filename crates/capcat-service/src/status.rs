@@ -23,9 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::snapshot::Snapshot;
-
-/// The status file's name inside the spool directory.
-pub const STATUS_FILE_NAME: &str = "status.json";
+pub use crate::spool::STATUS_FILE_NAME;
 
 /// The status file's format version. A reader refuses a newer one with
 /// [`StatusError::NewerFormat`] rather than misreading it.
@@ -60,7 +58,7 @@ impl StatusFile {
         Self {
             format: STATUS_FORMAT,
             pid: std::process::id(),
-            written_at: crate::service::now_ms(),
+            written_at: capcat_clickhouse::unix_now_ms(),
             holder: holder.to_owned(),
             catalog_prefix: catalog_prefix.to_owned(),
             closed,

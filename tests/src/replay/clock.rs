@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Added to the offset at every `Tick`, so that the stamps of one tick and
 /// the reads of a later one are at least this far apart on the real clock.
@@ -26,12 +26,8 @@ pub const TICK_GUARD: Duration = Duration::from_millis(120);
 pub const MARGIN: Duration = Duration::from_millis(40);
 
 /// Nanoseconds since the epoch on the wall clock (the clock `now64(9)`
-/// reads: the engine runs in this process).
-pub fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
+/// reads: the engine runs in this process), as capcat-clickhouse reads it.
+pub use capcat_clickhouse::unix_now_ns as wall_ns;
 
 /// Model time on the real clock, for one trace.
 #[derive(Clone, Debug)]

@@ -23,8 +23,6 @@ mod publisher;
 mod read;
 mod scan;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 pub use compact::{CompactionError, CompactionReport, compact};
 pub use counters::PublisherCounters;
 pub use publisher::{
@@ -33,11 +31,3 @@ pub use publisher::{
 };
 pub use read::{DemandReadError, DemandReport, read_demand, read_folded};
 pub use scan::{SCAN_MAX_OBSERVATIONS, ScanObservation};
-
-/// Unix time in milliseconds: the clock writers stamp seal times with and
-/// [`read_demand`] measures ages against. A clock before 1970 reads as 0.
-pub fn unix_now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}

@@ -44,7 +44,7 @@ pub enum DemandReadError {
 /// Reads and folds every demand event of the catalog under `tables`
 /// (at most [`DEFAULT_READ_LIMIT`] rows, the newest) and summarises it at
 /// `now_ms` (the caller's clock, Unix milliseconds, the clock writers stamp
-/// seal times with; see [`unix_now_ms`](super::unix_now_ms)).
+/// seal times with; see [`unix_now_ms`](crate::clock::unix_now_ms)).
 pub async fn read_demand<T: Transport + ?Sized>(
     transport: &T,
     tables: &Tables,
