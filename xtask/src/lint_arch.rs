@@ -139,6 +139,10 @@ const DESIGN_MARKERS: &[&str] = &[
 /// relative to `crates/capcat-proto/src`.
 const DESIGNS_DIR: &str = "designs/";
 
+/// The guard fragments: their docs name the rejected design each guard
+/// rules out, which is the reason for its shape.
+const FRAGMENTS_DIR: &str = "fragments/";
+
 /// How a dependency is declared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -283,7 +287,7 @@ struct Leak {
     path: String,
     /// 1-based.
     line: usize,
-    marker: &'static str,
+    marker: String,
     text: String,
 }
 
@@ -300,25 +304,53 @@ impl fmt::Display for Leak {
     }
 }
 
+/// The one place the feature gate may stand outside [`DESIGNS_DIR`]: the
+/// `cfg` line right above `pub mod designs;` in `lib.rs`.
+fn is_designs_gate(path: &str, lines: &[&str], index: usize) -> bool {
+    path == "lib.rs" && lines.get(index + 1).map(|l| l.trim()) == Some("pub mod designs;")
+}
+
+/// Whether `line` names `name` as a whole word (not inside a longer
+/// identifier).
+fn names_word(line: &str, name: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
 /// Every line of `files` (path relative to `crates/capcat-proto/src`,
 /// contents) outside [`DESIGNS_DIR`] that contains one of
-/// [`DESIGN_MARKERS`], once per marker found on it.
-fn design_leaks(files: &[(String, String)]) -> Vec<Leak> {
+/// [`DESIGN_MARKERS`] (but the feature gate of the designs module itself),
+/// once per marker found on it; and every line that names one of
+/// `rejected` (the rejected designs' names) outside [`DESIGNS_DIR`] and
+/// [`FRAGMENTS_DIR`], whose docs say which rejected design each guard rules
+/// out.
+fn design_leaks(files: &[(String, String)], rejected: &[String]) -> Vec<Leak> {
     let mut leaks = Vec::new();
     for (path, text) in files {
         if path.starts_with(DESIGNS_DIR) {
             continue;
         }
-        for (index, line) in text.lines().enumerate() {
-            for &marker in DESIGN_MARKERS {
-                if line.contains(marker) {
-                    leaks.push(Leak {
-                        path: path.clone(),
-                        line: index + 1,
-                        marker,
-                        text: line.to_owned(),
-                    });
-                }
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let markers = DESIGN_MARKERS
+                .iter()
+                .filter(|m| line.contains(**m) && !is_designs_gate(path, &lines, index))
+                .map(|m| (*m).to_owned());
+            let names = rejected
+                .iter()
+                .filter(|n| !path.starts_with(FRAGMENTS_DIR) && names_word(line, n))
+                .cloned();
+            for marker in markers.chain(names) {
+                leaks.push(Leak {
+                    path: path.clone(),
+                    line: index + 1,
+                    marker,
+                    text: (*line).to_owned(),
+                });
             }
         }
     }
@@ -380,7 +412,11 @@ pub(crate) fn run() -> Result<()> {
         .map_err(|e| format!("cargo metadata printed non-UTF-8: {e}"))?;
     let (members, edges) = edges_from_metadata(&json)?;
     let layering = layering_violations(&members, &edges);
-    let leaks = design_leaks(&read_tree(&root.join("crates/capcat-proto/src"))?);
+    let rejected = crate::spec::rejected_publication_designs(&root)?;
+    let leaks = design_leaks(
+        &read_tree(&root.join("crates/capcat-proto/src"))?,
+        &rejected,
+    );
 
     for violation in &layering {
         eprintln!("lint-arch: layering: {violation}");
@@ -581,10 +617,10 @@ mod tests {
             ),
             file("designs/publish/late_fence.rs", "Variant::LateFence"),
         ];
-        let leaks = design_leaks(&files);
+        let leaks = design_leaks(&files, &[]);
         let found: Vec<(&str, usize, &str)> = leaks
             .iter()
-            .map(|l| (l.path.as_str(), l.line, l.marker))
+            .map(|l| (l.path.as_str(), l.line, l.marker.as_str()))
             .collect();
         assert_eq!(
             found,
@@ -603,8 +639,48 @@ mod tests {
         );
         // A directory merely named like it is not the designs module.
         assert_eq!(
-            design_leaks(&[file("not_designs/x.rs", "Variant::A")]).len(),
+            design_leaks(&[file("not_designs/x.rs", "Variant::A")], &[]).len(),
             1
+        );
+    }
+
+    #[test]
+    fn the_designs_gate_in_lib_rs_passes_and_design_names_are_found_in_machines_only() {
+        let file = |path: &str, text: &str| (path.to_owned(), text.to_owned());
+        let gate = "#[cfg(any(test, feature = \"designs\"))]\npub mod designs;\n";
+        let rejected = ["BarrierOnly".to_owned(), "LeaseIdFence".to_owned()];
+        let files = [
+            file("lib.rs", gate),
+            // The same gate anywhere else, or above another module, is a leak.
+            file("publish/mod.rs", gate),
+            file("lib.rs", "#[cfg(feature = \"designs\")]\npub mod other;\n"),
+            file(
+                "lease/claim.rs",
+                "// taking it at once is the BarrierOnly design\n",
+            ),
+            // A longer identifier is not the name.
+            file(
+                "index/machine.rs",
+                "let barrier = BarrierOnlyish + LeaseIdFenced;\n",
+            ),
+            // The fragments say which design each guard rules out.
+            file(
+                "fragments/mod.rs",
+                "/// (`LeaseIdFence`) would be renewed\n",
+            ),
+        ];
+        let found: Vec<(String, usize, String)> = design_leaks(&files, &rejected)
+            .into_iter()
+            .map(|l| (l.path, l.line, l.marker))
+            .collect();
+        let want = |p: &str, l: usize, m: &str| (p.to_owned(), l, m.to_owned());
+        assert_eq!(
+            found,
+            [
+                want("publish/mod.rs", 1, "feature = \"designs\""),
+                want("lib.rs", 1, "feature = \"designs\""),
+                want("lease/claim.rs", 1, "BarrierOnly"),
+            ]
         );
     }
 }

@@ -218,6 +218,20 @@ fn parse_specs(
     Ok(modules)
 }
 
+/// The rejected designs of the publication model (its `VARIANTS` but the
+/// shipped one), as `model-check/src/names.rs` declares them.
+pub(crate) fn rejected_publication_designs(root: &std::path::Path) -> Result<Vec<String>> {
+    let names_path = root.join("model-check").join("src").join("names.rs");
+    let names_text = fs::read_to_string(&names_path)
+        .map_err(|e| format!("cannot read {}: {e}", names_path.display()))?;
+    let models = parse_names(&names_text).map_err(|e| format!("{}: {e}", names_path.display()))?;
+    let publication = models
+        .into_iter()
+        .find(|m| m.model == "Publication")
+        .ok_or_else(|| format!("{} has no Publication model", names_path.display()))?;
+    Ok(publication.variants.into_iter().skip(1).collect())
+}
+
 /// The names of one model, as `model-check/src/names.rs` declares them.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct ModelNames {
