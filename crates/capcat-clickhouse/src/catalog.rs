@@ -302,15 +302,8 @@ impl Catalog {
 
     /// The published head: what a new read pins.
     pub async fn pin(&self) -> Result<u64, CatalogError> {
-        let rows = self
-            .transport
-            .execute(&capcat_proto::reader::pin_watermark(&self.tables))
-            .await
-            .map_err(|failure| capcat_proto::reader::ReaderError::Statement {
-                statement: "reader.pin_watermark",
-                failure,
-            })?;
-        Ok(capcat_proto::reader::decode_watermark(&rows)?)
+        let machine = capcat_proto::reader::PinSnapshot::new(self.tables.clone());
+        Ok(self.run("pin", machine).await??)
     }
 
     /// One page of a search. The first page (no cursor) pins the head; a

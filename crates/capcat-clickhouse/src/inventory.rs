@@ -9,14 +9,11 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::index::sql::read_committed;
-use capcat_proto::{IndexError, Rows, Value};
+use capcat_proto::index::ReadCommitted;
 use uuid::Uuid;
 
 use crate::catalog::Catalog;
 use crate::error::CatalogError;
-
-const STATEMENT: &str = "index.read_committed";
 
 impl Catalog {
     /// Which of `pack_ids` (in store `store_id`) the inventory holds, read
@@ -24,58 +21,34 @@ impl Catalog {
     /// within the server's query limits).
     ///
     /// Errors are [`CatalogError::Index`] carrying
-    /// [`IndexError::Statement`] (the read failed: retry it, a read changes
-    /// nothing) or [`IndexError::Malformed`] (a row not of the declared
-    /// shape).
+    /// [`capcat_proto::IndexError::Statement`] (the read failed: retry it, a
+    /// read changes nothing) or [`capcat_proto::IndexError::Malformed`] (a
+    /// row not of the declared shape, or of a pack it did not ask about).
     pub async fn committed(
         &self,
         store_id: &str,
         pack_ids: &[Uuid],
     ) -> Result<BTreeSet<Uuid>, CatalogError> {
-        let mut out = BTreeSet::new();
-        for chunk in pack_ids.chunks(self.config().chunk().max(1)) {
-            let packs = chunk.iter().map(|id| (store_id.to_owned(), *id)).collect();
-            let rows = self
-                .transport()
-                .execute(&read_committed(self.tables(), packs))
-                .await
-                .map_err(|failure| IndexError::Statement {
-                    statement: STATEMENT,
-                    failure,
-                })?;
-            decode(&rows, store_id, &mut out)?;
-        }
-        Ok(out)
+        let packs = pack_ids
+            .iter()
+            .map(|id| (store_id.to_owned(), *id))
+            .collect();
+        let machine = ReadCommitted::new(self.tables().clone(), packs, self.config().chunk());
+        let held = self.run("committed", machine).await??;
+        // Every pack the read returns is one it asked about, so of this store.
+        Ok(held.into_iter().map(|(_, pack_id)| pack_id).collect())
     }
-}
-
-/// Adds the pack ids of `rows` (`store_id`, `pack_id`) to `out`. A row of
-/// another store, width or type is malformed: the statement asked for this
-/// store's packs only.
-fn decode(rows: &Rows, store_id: &str, out: &mut BTreeSet<Uuid>) -> Result<(), IndexError> {
-    for row in &rows.0 {
-        match row.as_slice() {
-            [Value::String(store), Value::Uuid(pack_id)] if store == store_id => {
-                out.insert(*pack_id);
-            }
-            other => {
-                return Err(IndexError::Malformed {
-                    statement: STATEMENT,
-                    detail: format!("expected ({store_id:?}, pack_id), got {other:?}"),
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use capcat_proto::{Config, Failure, Param, Statement, Tables};
+    use capcat_proto::{Config, Failure, IndexError, Param, Rows, Statement, Tables, Value};
 
     use super::*;
+
+    const STATEMENT: &str = "index.read_committed";
     use crate::transport::{BoxFuture, Transport};
 
     /// A transport answering `index.read_committed` from a fixed inventory,

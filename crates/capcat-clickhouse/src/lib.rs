@@ -11,7 +11,7 @@
 //!   configuration together; the service and the CLI use it. Besides the
 //!   protocol operations it reads which packs the inventory holds
 //!   ([`Catalog::committed`], for the service's reconciler) and the demand
-//!   events ([`Catalog::read_demand`]).
+//!   events ([`Catalog::demand_report`], [`Catalog::read_folded_demand`]).
 //! - [`clock`]: the one reading of the wall clock as Unix milliseconds
 //!   ([`unix_now_ms`]) or nanoseconds, for everything above capcat-proto.
 

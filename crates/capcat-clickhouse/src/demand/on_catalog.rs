@@ -12,7 +12,7 @@ impl Catalog {
     /// `limit` rows, the newest): [`read_folded`] over the catalog's
     /// transport and tables. One statement, no retry (a read changes
     /// nothing, so the caller may simply read again).
-    pub async fn read_demand(&self, limit: u64) -> Result<DemandRead, DemandReadError> {
+    pub async fn read_folded_demand(&self, limit: u64) -> Result<DemandRead, DemandReadError> {
         read_folded(self.transport().as_ref(), self.tables(), None, limit).await
     }
 

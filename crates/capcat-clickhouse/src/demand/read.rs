@@ -2,8 +2,10 @@
 //! `capcat status` and for schedulers.
 
 use capcat_proto::demand::{DEFAULT_READ_LIMIT, DemandRead, DemandStatus, ReadDemand, status};
-use capcat_proto::{Failure, Machine, Step, Tables};
+use capcat_proto::{Failure, Tables};
 
+use crate::drive::drive;
+use crate::jitter::Jitter;
 use crate::transport::Transport;
 
 /// What [`read_demand`] found.
@@ -31,10 +33,9 @@ pub enum DemandReadError {
         /// What the transport reported.
         failure: Failure,
     },
-    /// The read machine asked for something a one-statement read never
-    /// asks for (a jitter draw, or a second statement): a bug, reported
-    /// instead of looping.
-    #[error("the demand read of catalog {prefix:?} did not finish in one statement")]
+    /// The read machine did not finish within the drive loop's step bound:
+    /// a bug, reported instead of looping.
+    #[error("the demand read of catalog {prefix:?} did not finish")]
     Protocol {
         /// The catalog's table prefix.
         prefix: String,
@@ -45,8 +46,8 @@ pub enum DemandReadError {
 /// (at most [`DEFAULT_READ_LIMIT`] rows, the newest) and summarises it at
 /// `now_ms` (the caller's clock, Unix milliseconds, the clock writers stamp
 /// seal times with; see [`unix_now_ms`](crate::clock::unix_now_ms)).
-pub async fn read_demand<T: Transport + ?Sized>(
-    transport: &T,
+pub async fn read_demand(
+    transport: &dyn Transport,
     tables: &Tables,
     now_ms: u64,
 ) -> Result<DemandReport, DemandReadError> {
@@ -59,31 +60,24 @@ pub async fn read_demand<T: Transport + ?Sized>(
 
 /// Reads and folds the demand events of the catalog (or of one shard), at
 /// most `limit` rows, without summarising: the scan publisher compares its
-/// observations against these records.
-pub async fn read_folded<T: Transport + ?Sized>(
-    transport: &T,
+/// observations against these records. Runs capcat-proto's [`ReadDemand`]
+/// through the one drive loop.
+pub async fn read_folded(
+    transport: &dyn Transport,
     tables: &Tables,
     shard_id: Option<String>,
     limit: u64,
 ) -> Result<DemandRead, DemandReadError> {
     let prefix = || tables.prefix().to_owned();
     let mut machine = ReadDemand::new(tables.clone(), shard_id, limit);
-    // ReadDemand executes one statement and is done: two polls suffice, and
-    // anything else is a contract violation reported as such.
-    let Step::Execute(statement) = machine.poll() else {
-        return Err(DemandReadError::Protocol { prefix: prefix() });
-    };
-    let input = match transport.execute(&statement).await {
-        Ok(rows) => capcat_proto::Input::Rows(rows),
-        Err(failure) => capcat_proto::Input::Failed(failure),
-    };
-    machine.handle(input);
-    match machine.poll() {
-        Step::Done(Ok(read)) => Ok(read),
-        Step::Done(Err(failure)) => Err(DemandReadError::Statement {
+    // A read draws no jitter: this source is never consulted.
+    let no_draws = Jitter::from_seed(0);
+    match drive("read_demand", &mut machine, transport, &no_draws).await {
+        Ok(Ok(read)) => Ok(read),
+        Ok(Err(failure)) => Err(DemandReadError::Statement {
             prefix: prefix(),
             failure,
         }),
-        Step::Execute(_) | Step::Draw { .. } => Err(DemandReadError::Protocol { prefix: prefix() }),
+        Err(_) => Err(DemandReadError::Protocol { prefix: prefix() }),
     }
 }
