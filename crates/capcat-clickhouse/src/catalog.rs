@@ -8,8 +8,8 @@ use std::sync::Arc;
 use capcat_proto::reader::{GetByIds, Lookup, Page, SearchPage, SearchQuery};
 use capcat_proto::schema::{EnsureOutcome, EnsureSchema};
 use capcat_proto::{
-    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishError,
-    PublishOutcome, Tables,
+    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishOutcome,
+    Tables,
 };
 use uuid::Uuid;
 
@@ -226,33 +226,8 @@ impl Catalog {
         );
         let (outcome, machine) = self.run_publishing("publish_snapshot", machine).await?;
         lease.update(machine.lease().clone());
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(PublishError::LeaseLost {
-                version,
-                publish_id,
-                head,
-            }) => {
-                return Err(CatalogError::LeaseLost {
-                    version,
-                    publish_id,
-                    head,
-                });
-            }
-            Err(PublishError::Unsettled {
-                version,
-                until_ns,
-                wait_ns,
-                ..
-            }) => {
-                return Err(CatalogError::Unsettled {
-                    version,
-                    until_ns,
-                    wait_ns,
-                });
-            }
-            Err(other) => return Err(other.into()),
-        };
+        // The lease stopping the attempt converts to LeaseLost or Unsettled.
+        let outcome = outcome?;
         match outcome {
             PublishOutcome::Won {
                 version,

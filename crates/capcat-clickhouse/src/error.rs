@@ -74,8 +74,11 @@ pub enum CatalogError {
     #[error(transparent)]
     Allocate(#[from] AllocateError),
     /// A publish ended in an error whose effect is described by the source.
+    /// (A publish the lease stopped converts to
+    /// [`LeaseLost`](Self::LeaseLost) or [`Unsettled`](Self::Unsettled),
+    /// as an index pass's does.)
     #[error(transparent)]
-    Publish(#[from] PublishError),
+    Publish(PublishError),
     /// The publish lost its version race: nothing it wrote is visible.
     #[error(transparent)]
     LostRace(#[from] LostRace),
@@ -138,6 +141,36 @@ pub enum CatalogError {
         /// The bound.
         steps: u32,
     },
+}
+
+impl From<PublishError> for CatalogError {
+    /// The lease stopping a publish is the same error whichever machine
+    /// reports it: [`CatalogError::LeaseLost`] and
+    /// [`CatalogError::Unsettled`], as from an index pass.
+    fn from(error: PublishError) -> Self {
+        match error {
+            PublishError::LeaseLost {
+                version,
+                publish_id,
+                head,
+            } => Self::LeaseLost {
+                version,
+                publish_id,
+                head,
+            },
+            PublishError::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+                ..
+            } => Self::Unsettled {
+                version,
+                until_ns,
+                wait_ns,
+            },
+            other => Self::Publish(other),
+        }
+    }
 }
 
 impl CatalogError {
@@ -258,6 +291,42 @@ pub fn failure_is_outage(failure: &Failure) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_publish_the_lease_stopped_is_the_same_error_as_from_an_index_pass() {
+        let id = Uuid::from_u128(1);
+        let lost = CatalogError::from(PublishError::LeaseLost {
+            version: 3,
+            publish_id: id,
+            head: None,
+        });
+        assert!(
+            matches!(lost, CatalogError::LeaseLost { version: 3, .. }),
+            "{lost:?}"
+        );
+        let unsettled = CatalogError::from(PublishError::Unsettled {
+            version: 3,
+            publish_id: id,
+            until_ns: 9,
+            wait_ns: 2,
+        });
+        assert!(
+            matches!(
+                unsettled,
+                CatalogError::Unsettled {
+                    until_ns: 9,
+                    wait_ns: 2,
+                    ..
+                }
+            ),
+            "{unsettled:?}"
+        );
+        let other = CatalogError::from(PublishError::VersionZero);
+        assert!(matches!(
+            other,
+            CatalogError::Publish(PublishError::VersionZero)
+        ));
+    }
 
     fn statement(failure: Failure) -> IndexError {
         IndexError::Statement {
