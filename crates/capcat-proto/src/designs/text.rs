@@ -19,17 +19,23 @@ use crate::fragments::{
 use crate::statement::{Column, ColumnType, Expect, Param, Statement};
 use crate::tables::Tables;
 
+/// `stmt` with every `from` in its SQL replaced by `to`.
+fn replaced(stmt: &Statement, from: &str, to: &str) -> Statement {
+    let mut out = stmt.clone();
+    out.sql = stmt.sql.replace(from, to);
+    out
+}
+
 /// `stmt` with the lease fence (`AND LEASE_FENCE`) cut out of its SQL: the
 /// mutation-guard hook. A publish statement rebuilt this way still carries
 /// its version barrier and nothing else.
 pub fn without_lease_fence(stmt: &Statement, tables: &Tables) -> Statement {
     let fence = lease_fence(tables);
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&format!(" AND {fence}"), "")
-        .replace(&fence, "1 = 1");
-    out
+    replaced(
+        &replaced(stmt, &format!(" AND {fence}"), ""),
+        &fence,
+        "1 = 1",
+    )
 }
 
 /// A fence on the head's lease id alone, asking its expiry to be beyond
@@ -46,9 +52,7 @@ fn head_lease_id_fence(tables: &Tables, bound: &str) -> String {
 
 /// `stmt` with the canonical fence replaced by `text`.
 fn with_fence(stmt: &Statement, tables: &Tables, text: &str) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt.sql.replace(&lease_fence(tables), text);
-    out
+    replaced(stmt, &lease_fence(tables), text)
 }
 
 /// The fence on the lease id alone, with the margin (this project's fence
@@ -83,31 +87,19 @@ pub fn own_term_read_back_text() -> String {
 
 /// `stmt` (a `lease.read_claims`) reading the claimed term only.
 pub fn own_term_read_back(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&claim_read_back(tables), &own_term_read_back_text());
-    out
+    replaced(stmt, &claim_read_back(tables), &own_term_read_back_text())
 }
 
 /// `stmt` (a `publish.insert_watermark`) without `AND MANIFEST_COMPLETE`.
 pub fn without_manifest_check(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&format!(" AND {}", manifest_complete(tables)), "");
-    out
+    replaced(stmt, &format!(" AND {}", manifest_complete(tables)), "")
 }
 
 /// `stmt` (a pinned reader statement) without its bound on descriptor rows
 /// ([`pinned_rows`]): membership alone decides, and `argMax` may resolve a
 /// row written above W.
 pub fn rows_above_watermark(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&format!("{}\n      AND ", pinned_rows(tables)), "");
-    out
+    replaced(stmt, &format!("{}\n      AND ", pinned_rows(tables)), "")
 }
 
 /// The row bound before it asked for a published version:
@@ -120,11 +112,7 @@ pub fn rows_at_or_below_text() -> String {
 /// [`rows_at_or_below_text`]: rows of a version claimed and never
 /// published, below W, still resolve.
 pub fn unpublished_rows_resolve(stmt: &Statement, tables: &Tables) -> Statement {
-    let mut out = stmt.clone();
-    out.sql = stmt
-        .sql
-        .replace(&pinned_rows(tables), &rows_at_or_below_text());
-    out
+    replaced(stmt, &pinned_rows(tables), &rows_at_or_below_text())
 }
 
 /// The rejected membership predicate: a manifest row counts when ANY
@@ -182,9 +170,7 @@ pub fn two_subquery_fence(stmt: &Statement, tables: &Tables) -> Statement {
 /// post-write-check design. The watermark keeps `AND MANIFEST_COMPLETE`.
 pub fn without_publish_guard(stmt: &Statement, tables: &Tables) -> Statement {
     let guard = format!("{} AND {}", version_barrier(tables), lease_fence(tables));
-    let mut out = stmt.clone();
-    out.sql = stmt.sql.replace(&guard, "1 = 1");
-    out
+    replaced(stmt, &guard, "1 = 1")
 }
 
 /// `stmt` (a `lease.release`) writing its tombstone whatever the head is:
