@@ -186,16 +186,15 @@ impl<M: Designable> Machine for Designed<M> {
     type Outcome = M::Outcome;
 
     fn poll(&mut self) -> Step<Self::Outcome> {
+        // While recording ahead, the next chunk is this wrapper's own
+        // statement; building it may end the pass instead.
+        if let Some(step) = self.early_statement() {
+            return step;
+        }
         if let Early::Failed(error) = &self.early
             && let Some(outcome) = M::failed(error.clone())
         {
             return Step::Done(outcome);
-        }
-        if let Some(step) = self.early_statement() {
-            return step;
-        }
-        if matches!(self.early, Early::Failed(_)) {
-            return self.poll();
         }
         // The pass's own recording of packs it recorded ahead is answered
         // here. Each answer moves it one chunk on; the bound is the chunks
@@ -233,9 +232,12 @@ impl<M: Designable> Machine for Designed<M> {
             },
             _ => input,
         };
-        let publishing_before = self.inner.publish_started().is_some();
+        // Only the inventory-before-publish design looks for a publish that
+        // has just started: every other design hands the input straight on.
+        let records_ahead = self.design == Design::InventoryBeforePublish;
+        let publishing_before = records_ahead && self.inner.publish_id().is_some();
         self.inner.handle(input);
-        if self.design == Design::InventoryBeforePublish
+        if records_ahead
             && !publishing_before
             && let Some((version, publish_id, packs)) = self.inner.publish_started()
         {
