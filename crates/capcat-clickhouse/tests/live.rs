@@ -299,7 +299,7 @@ async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours()
     let pack = Uuid::new_v4();
     let rows = pack_of(TENANT, &ids, 0, "store-a", pack);
     // Descriptors are inert until a publish admits their pack.
-    let insert = capcat_proto::descriptor::insert_descriptors(live.tables(), rows);
+    let insert = capcat_proto::index::sql::insert_descriptors(live.tables(), rows);
     ok("descriptors", c.transport().execute(&insert).await);
     let version = ok("allocate", c.allocate_version().await);
     let foreign = Uuid::new_v4();
@@ -389,7 +389,7 @@ async fn taken_over_publisher(test: &str, design: Design) -> Option<bool> {
     // A prepares a publish of a second pack: descriptors, version, renewal.
     let second = capture_ids(12);
     let pack = Uuid::new_v4();
-    let insert = capcat_proto::descriptor::insert_descriptors(
+    let insert = capcat_proto::index::sql::insert_descriptors(
         live.tables(),
         pack_of(TENANT, &second, 100, "store-a", pack),
     );
@@ -551,7 +551,7 @@ async fn the_public_view_shows_only_published_rows() {
     // written and manifest rows standing without their watermark row.
     let orphan_ids = capture_ids(4);
     let orphan = Uuid::new_v4();
-    let insert = capcat_proto::descriptor::insert_descriptors(
+    let insert = capcat_proto::index::sql::insert_descriptors(
         &t,
         pack_of(TENANT, &orphan_ids, 0, "store-a", orphan),
     );
@@ -572,7 +572,7 @@ async fn the_public_view_shows_only_published_rows() {
     index_pass(c, &mut lease, pack_of(TENANT, &ids[..2], 0, "store-b", q)).await;
     // An unpublished batch: descriptors only.
     let unpublished = Uuid::new_v4();
-    let insert = capcat_proto::descriptor::insert_descriptors(
+    let insert = capcat_proto::index::sql::insert_descriptors(
         &t,
         pack_of(TENANT, &capture_ids(3), 50, "store-a", unpublished),
     );
@@ -765,7 +765,7 @@ async fn an_older_catalog_is_refused_truthfully_and_the_rebuild_restores_every_c
     let (p1, p2) = (Uuid::new_v4(), Uuid::new_v4());
     let mut originals = pack_of(TENANT, &ids[..4], 0, "store-a", p1);
     originals.extend(pack_of(TENANT, &ids[4..], 4, "store-b", p2));
-    let insert = capcat_proto::descriptor::insert_descriptors(&t, originals.clone());
+    let insert = capcat_proto::index::sql::insert_descriptors(&t, originals.clone());
     ok("old rows", c.transport().execute(&insert).await);
     live.exec(&format!(
         "INSERT INTO {p}_pack_commit_log VALUES (1, 'store-a', '{p1}'), (1, 'store-b', '{p2}')"

@@ -35,13 +35,13 @@
 //! parameter text ([`descriptor_chunks`]).
 //!
 //! [`Statement`]: crate::statement::Statement
+//! [`insert_descriptors`]: crate::index::sql::insert_descriptors
 
 use std::fmt::Write as _;
 
 use uuid::Uuid;
 
-use crate::statement::{Param, Settings, Statement, escape_text};
-use crate::tables::Tables;
+use crate::text_format::escape_text;
 
 /// What a descriptor column is for. Decides whether it may differ between two
 /// rows describing the same capture.
@@ -192,7 +192,7 @@ pub const MAX_DESCRIPTOR_PARAM_BYTES: usize = 256 * 1024;
 /// `TabSeparated` line and newline after the parameter's own escaping, which
 /// doubles each backslash and spells each tab and newline as two characters.
 /// Exact: the sum over a chunk's rows is the length of
-/// [`Param::Descriptors`]'s text.
+/// [`crate::statement::Param::Descriptors`]'s text.
 pub fn descriptor_param_bytes(row: &CaptureDescriptor) -> usize {
     // The newline that ends the row is escaped to two characters.
     escape_text(&row.to_tsv_row()).len() + 2
@@ -415,39 +415,10 @@ pub fn capture_column_list() -> String {
     names.join(", ")
 }
 
-/// `index.insert_descriptors`: write one chunk of descriptor rows.
-///
-/// Unconditional on purpose: a descriptor row is inert until a manifest row
-/// paired with a watermark row admits its pack, so writing it needs no guard,
-/// and a lost publish leaves rows no reader can see. The caller chunks (at
-/// most [`crate::config::MAX_CHUNK`] rows per statement).
-///
-/// The rows arrive as one `String` parameter in [`DESCRIPTOR_ROWS_FORMAT`]
-/// and `format(...)` parses them with the structure generated from
-/// [`CAPTURE_COLUMNS`]; the SELECT names the columns, so the INSERT maps them
-/// by name, not by position.
-pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
-    let columns = capture_column_list();
-    let sql = format!(
-        "INSERT INTO {table} ({columns}) SELECT {columns} \
-         FROM format({DESCRIPTOR_ROWS_FORMAT}, '{structure}', {{rows:{DESCRIPTOR_ROWS_PARAM_TYPE}}})",
-        table = tables.capture_raw(),
-        structure = descriptor_rows_structure(),
-    );
-    let mut params = std::collections::BTreeMap::new();
-    params.insert("rows".to_owned(), Param::Descriptors(rows));
-    Statement {
-        name: "index.insert_descriptors",
-        sql,
-        params,
-        settings: Settings::default(),
-        expect: crate::statement::Expect::Nothing,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::statement::Param;
 
     #[test]
     fn the_structure_names_every_column_with_its_type_in_table_order() {

@@ -30,6 +30,7 @@ pub mod reader;
 pub mod schema;
 pub mod statement;
 pub mod tables;
+mod text_format;
 
 pub use allocate::{Allocate, AllocateError};
 pub use config::{Config, ConfigError};

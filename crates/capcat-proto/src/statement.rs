@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::text_format::escape_text;
+
 /// One SQL statement, ready for a transport.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Statement {
@@ -150,20 +152,6 @@ fn quote(s: &str) -> String {
         }
     }
     out.push('\'');
-    out
-}
-
-/// A top-level string parameter in ClickHouse's escaped text format.
-pub(crate) fn escape_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            other => out.push(other),
-        }
-    }
     out
 }
 

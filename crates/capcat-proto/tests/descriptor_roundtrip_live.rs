@@ -16,9 +16,8 @@ use std::collections::BTreeSet;
 
 use capcat_chdb::{Engine, Request};
 use capcat_proto::config::MAX_CHUNK;
-use capcat_proto::descriptor::{
-    CAPTURE_COLUMNS, CaptureDescriptor, Locator, SummaryColumns, insert_descriptors,
-};
+use capcat_proto::descriptor::{CAPTURE_COLUMNS, CaptureDescriptor, Locator, SummaryColumns};
+use capcat_proto::index::sql::insert_descriptors;
 use capcat_proto::reader::GetByIds;
 use capcat_proto::schema::{EnsureOutcome, EnsureSchema};
 use capcat_proto::{Input, Tables};

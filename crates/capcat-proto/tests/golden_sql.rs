@@ -2,8 +2,9 @@
 //! Regenerate deliberately with `UPDATE_EXPECT=1 cargo test -p capcat-proto --test golden_sql`.
 
 use capcat_proto::config::Config;
-use capcat_proto::descriptor::{CaptureDescriptor, insert_descriptors};
+use capcat_proto::descriptor::CaptureDescriptor;
 use capcat_proto::fragments::{lease_fence, version_barrier};
+use capcat_proto::index::sql::insert_descriptors;
 use capcat_proto::{Expect, Statement, Tables, allocate, index, lease, publish};
 use expect_test::{Expect as Snapshot, expect};
 use uuid::Uuid;

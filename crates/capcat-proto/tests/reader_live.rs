@@ -11,7 +11,8 @@
 use std::collections::BTreeSet;
 
 use capcat_chdb::{Engine, Request};
-use capcat_proto::descriptor::{CaptureDescriptor, Locator, insert_descriptors};
+use capcat_proto::descriptor::{CaptureDescriptor, Locator};
+use capcat_proto::index::sql::insert_descriptors;
 use capcat_proto::reader::{
     Cursor, GetByIds, PageSize, SearchFilter, SearchPage, SearchQuery, result_columns,
 };

@@ -1,14 +1,11 @@
 use std::collections::BTreeSet;
+use std::ops::Range;
 
 use uuid::Uuid;
 
 use crate::allocate::Allocate;
 use crate::config::Config;
-use std::ops::Range;
-
-use crate::descriptor::{
-    CaptureDescriptor, MAX_DESCRIPTOR_PARAM_BYTES, descriptor_chunks, insert_descriptors,
-};
+use crate::descriptor::{CaptureDescriptor, MAX_DESCRIPTOR_PARAM_BYTES, descriptor_chunks};
 use crate::lease::Lease;
 use crate::machine::{Input, Machine, Step};
 use crate::publish::{PackRef, Publish, PublishError, PublishOutcome};
@@ -420,7 +417,7 @@ impl Machine for IndexPass {
             },
             State::Descriptors { chunk, .. } => {
                 let range = self.stamped_chunks.get(*chunk).cloned().unwrap_or(0..0);
-                Step::Execute(insert_descriptors(
+                Step::Execute(sql::insert_descriptors(
                     &self.tables,
                     self.stamped[range].to_vec(),
                 ))

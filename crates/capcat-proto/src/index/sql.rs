@@ -1,10 +1,14 @@
-//! The index pass's own statements (descriptor rows are in
-//! [`crate::descriptor::insert_descriptors`]).
+//! The index pass's statements: the descriptor rows' INSERT and the
+//! inventory's reads and writes.
 
 use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::descriptor::{
+    CaptureDescriptor, DESCRIPTOR_ROWS_FORMAT, DESCRIPTOR_ROWS_PARAM_TYPE, capture_column_list,
+    descriptor_rows_structure,
+};
 use crate::fragments::{INDEX_VERSION_PARAM, SERVER_NOW_NS};
 use crate::lease::sql::CONSISTENT;
 use crate::publish::PackRef;
@@ -12,6 +16,36 @@ use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
 
 use super::IndexError;
+
+/// `index.insert_descriptors`: write one chunk of descriptor rows.
+///
+/// Unconditional on purpose: a descriptor row is inert until a manifest row
+/// paired with a watermark row admits its pack, so writing it needs no guard,
+/// and a lost publish leaves rows no reader can see. The caller chunks (at
+/// most [`crate::config::MAX_CHUNK`] rows per statement).
+///
+/// The rows arrive as one `String` parameter in [`DESCRIPTOR_ROWS_FORMAT`]
+/// and `format(...)` parses them with the structure generated from
+/// [`CAPTURE_COLUMNS`]; the SELECT names the columns, so the INSERT maps them
+/// by name, not by position.
+pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
+    let columns = capture_column_list();
+    let sql = format!(
+        "INSERT INTO {table} ({columns}) SELECT {columns} \
+         FROM format({DESCRIPTOR_ROWS_FORMAT}, '{structure}', {{rows:{DESCRIPTOR_ROWS_PARAM_TYPE}}})",
+        table = tables.capture_raw(),
+        structure = descriptor_rows_structure(),
+    );
+    let mut params = BTreeMap::new();
+    params.insert("rows".to_owned(), Param::Descriptors(rows));
+    Statement {
+        name: "index.insert_descriptors",
+        sql,
+        params,
+        settings: Settings::default(),
+        expect: Expect::Nothing,
+    }
+}
 
 /// `index.read_committed`: which of these packs (one chunk) the inventory
 /// already holds.

@@ -40,7 +40,7 @@ impl Replay<'_> {
                     ))
                 })
                 .collect();
-            let stmt = capcat_proto::descriptor::insert_descriptors(self.db.tables(), descriptors);
+            let stmt = capcat_proto::index::sql::insert_descriptors(self.db.tables(), descriptors);
             self.db
                 .run_proto(&stmt)
                 .map_err(|e| fail(self, &stmt.sql, e))?;
