@@ -22,6 +22,7 @@ use crate::backoff::Backoff;
 use crate::descriptors::{descriptors_of, estimated_bytes};
 use crate::error::CycleError;
 use crate::service::{Inner, Owed};
+use crate::snapshot::{ErrorKind, ErrorRecord};
 use crate::spool::ReadyPack;
 
 async fn blocking<T: Send + 'static>(
@@ -29,7 +30,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, CycleError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| CycleError::Task(e.to_string()))
+        .map_err(CycleError::from)
 }
 
 impl<S: PackStore + Clone + 'static> Inner<S> {
@@ -59,7 +60,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     tracing::warn!(%error, ?wait, "cycle failed; backing off");
                     let mut state = self.lock_state();
                     state.snapshot.failed_cycles += 1;
-                    state.snapshot.last_error = Some(error.to_string());
+                    state.snapshot.last_error = Some(error.record());
                     wait
                 }
             };
@@ -334,13 +335,13 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             }
             match self.index_batch(descriptors).await {
                 Ok(report) => self.on_indexed(&batch, &report),
-                Err(IndexFailure::Outage(detail)) => {
+                Err(IndexFailure::Outage(source)) => {
                     return Err(CycleError::IndexOutage {
                         packs: batch.len(),
-                        detail,
+                        source,
                     });
                 }
-                Err(IndexFailure::Refused(detail)) => {
+                Err(IndexFailure::Refused(source)) => {
                     if let [only] = batch[..] {
                         let mut state = self.lock_state();
                         let attempts = state.owed.get_mut(&only).map_or(0, |o| {
@@ -348,16 +349,16 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                             o.refusals
                         });
                         if attempts >= self.cfg.raw.max_index_attempts {
-                            state.set_aside(only, format!("refused {attempts} times: {detail}"));
+                            state.set_aside(only, format!("refused {attempts} times: {source}"));
                             continue;
                         }
                         let error = CycleError::IndexRefused {
                             pack_id: only,
                             attempts,
-                            detail,
+                            source,
                         };
                         tracing::warn!(%error, "pack refused on its own; the others go on");
-                        state.snapshot.last_error = Some(error.to_string());
+                        state.snapshot.last_error = Some(error.record());
                         refused += 1;
                         continue;
                     }
@@ -432,7 +433,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     *guard = Some(lease);
                     self.lease_held.store(true, Ordering::SeqCst);
                 }
-                Err(error) => return Err(IndexFailure::Outage(format!("lease: {error}"))),
+                Err(error) => return Err(IndexFailure::Outage(error)),
             }
         }
         let lease = guard
@@ -454,9 +455,9 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     self.lease_held.store(false, Ordering::SeqCst);
                 }
                 if error.is_outage() {
-                    Err(IndexFailure::Outage(error.to_string()))
+                    Err(IndexFailure::Outage(error))
                 } else {
-                    Err(IndexFailure::Refused(error.to_string()))
+                    Err(IndexFailure::Refused(error))
                 }
             }
         }
@@ -498,13 +499,21 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     tracing::warn!(%error, "lease renewal failed");
                     let mut state = self.lock_state();
                     state.snapshot.lease_renewal_failures += 1;
-                    state.snapshot.last_error = Some(format!("lease renewal: {error}"));
+                    state.snapshot.last_error = Some(ErrorRecord::new(
+                        ErrorKind::LeaseRenewal,
+                        true,
+                        error.to_string(),
+                    ));
                 }
                 Err(_) => {
                     tracing::warn!(?period, "lease renewal timed out");
                     let mut state = self.lock_state();
                     state.snapshot.lease_renewal_failures += 1;
-                    state.snapshot.last_error = Some("lease renewal timed out".to_owned());
+                    state.snapshot.last_error = Some(ErrorRecord::new(
+                        ErrorKind::LeaseRenewal,
+                        true,
+                        format!("timed out after {period:?}"),
+                    ));
                 }
             }
         }
@@ -513,8 +522,9 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
 
 /// Why an index pass did not publish.
 enum IndexFailure {
-    /// The catalog was unreachable, timed out, fenced us or out-raced us.
-    Outage(String),
+    /// The catalog was unreachable, timed out, fenced us or out-raced us
+    /// (or the lease could not be taken again).
+    Outage(CatalogError),
     /// The catalog refused these values.
-    Refused(String),
+    Refused(CatalogError),
 }

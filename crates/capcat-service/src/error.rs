@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use crate::snapshot::{ErrorKind, ErrorRecord};
+
 /// Why the service could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -87,24 +89,26 @@ pub enum CycleError {
         detail: String,
     },
     /// The catalog could not index (an outage: counted against no pack).
-    #[error("catalog outage while indexing {packs} pack(s): {detail}")]
+    #[error("catalog outage while indexing {packs} pack(s): {source}")]
     IndexOutage {
         /// The packs of the failed batch.
         packs: usize,
-        /// The cause.
-        detail: String,
+        /// The catalog's error ([`capcat_clickhouse::CatalogError::is_outage`]).
+        #[source]
+        source: capcat_clickhouse::CatalogError,
     },
     /// A pack was refused on its own, not yet `max_index_attempts` times.
     /// Recorded as `last_error`; it does not fail the cycle (the pack stays
     /// owed and the other packs are indexed).
-    #[error("pack {pack_id} refused by the indexer (attempt {attempts}): {detail}")]
+    #[error("pack {pack_id} refused by the indexer (attempt {attempts}): {source}")]
     IndexRefused {
         /// The pack.
         pack_id: Uuid,
         /// Refusals so far.
         attempts: u32,
-        /// The cause.
-        detail: String,
+        /// The catalog's refusal.
+        #[source]
+        source: capcat_clickhouse::CatalogError,
     },
     /// The publisher lease could not be taken or kept.
     #[error("publisher lease: {0}")]
@@ -115,7 +119,42 @@ pub enum CycleError {
     Catalog(#[from] capcat_clickhouse::CatalogError),
     /// A blocking task panicked or was cancelled.
     #[error("background task failed: {0}")]
-    Task(String),
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl CycleError {
+    /// Whether the service's next cycle retries this on its own: everything
+    /// but a refused pack and an upload the store disagrees with, which
+    /// repeat until a person acts (or the pack is set aside).
+    #[must_use]
+    pub fn is_retried(&self) -> bool {
+        !matches!(
+            self,
+            Self::IndexRefused { .. } | Self::UploadNotVerified { .. }
+        )
+    }
+
+    /// The error as the status file keeps it: kind, pack and message.
+    #[must_use]
+    pub fn record(&self) -> ErrorRecord {
+        let kind = match self {
+            Self::Spool(_) => ErrorKind::Spool,
+            Self::Store(_) => ErrorKind::Store,
+            Self::UploadNotVerified { .. } => ErrorKind::UploadNotVerified,
+            Self::IndexOutage { .. } => ErrorKind::CatalogOutage,
+            Self::IndexRefused { .. } => ErrorKind::IndexRefused,
+            Self::Lease(_) => ErrorKind::Lease,
+            Self::Catalog(_) => ErrorKind::Catalog,
+            Self::Task(_) => ErrorKind::Task,
+        };
+        let record = ErrorRecord::new(kind, self.is_retried(), self.to_string());
+        match self {
+            Self::UploadNotVerified { pack_id, .. } | Self::IndexRefused { pack_id, .. } => {
+                record.about(*pack_id)
+            }
+            _ => record,
+        }
+    }
 }
 
 /// Why a flush did not report everything queryable.
@@ -126,8 +165,9 @@ pub enum FlushError {
     /// queryable (still in the spool, or uploaded and owed to the catalog).
     #[error(
         "not drained after {waited:?}: {pending} pack(s) sealed before the flush are not yet \
-         queryable{}; last error: {last_error:?}",
-        if set_aside.is_empty() { String::new() } else { format!("; set aside: {set_aside:?}") }
+         queryable{}{}",
+        if set_aside.is_empty() { String::new() } else { format!("; set aside: {set_aside:?}") },
+        last_error.as_ref().map_or_else(String::new, |e| format!("; last error: {e}"))
     )]
     NotDrained {
         /// How long the flush waited.
@@ -136,8 +176,8 @@ pub enum FlushError {
         pending: usize,
         /// Packs set aside since the last flush that reported them.
         set_aside: Vec<Uuid>,
-        /// The last cycle error.
-        last_error: Option<String>,
+        /// The last error the service recorded.
+        last_error: Option<ErrorRecord>,
     },
     /// Packs were set aside (too large, or refused too often). They stay in
     /// the store; this error names them once.

@@ -45,6 +45,6 @@ pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushReport, Service};
-pub use snapshot::{DemandCounters, RejectedPack, Snapshot};
+pub use snapshot::{DemandCounters, ErrorKind, ErrorRecord, RejectedPack, Snapshot};
 pub use spool::{Spool, SpoolError};
 pub use status::{StatusError, StatusFile, read_status};

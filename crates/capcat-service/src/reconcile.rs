@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::error::CycleError;
 use crate::service::Inner;
+use crate::snapshot::{ErrorKind, ErrorRecord};
 
 /// What one reconcile pass found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -76,9 +77,10 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             state.snapshot.reconcile_skipped_objects += report.skipped;
             state.snapshot.reconcile_head_errors += sweep.errors.len() as u64;
             if let Some(failure) = sweep.errors.last() {
-                state.snapshot.last_error = Some(format!(
-                    "reconcile: HEAD {} failed: {}",
-                    failure.key, failure.error
+                state.snapshot.last_error = Some(ErrorRecord::new(
+                    ErrorKind::Reconcile,
+                    true,
+                    format!("HEAD {} failed: {}", failure.key, failure.error),
                 ));
             }
             state.recovered.extend(sweep.verified);

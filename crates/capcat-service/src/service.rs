@@ -132,8 +132,8 @@ impl<S> Inner<S> {
         self.cfg.raw.holder.clone()
     }
 
-    pub(crate) fn record_error(&self, error: &dyn std::fmt::Display) {
-        self.lock_state().snapshot.last_error = Some(error.to_string());
+    pub(crate) fn record_error(&self, error: &crate::error::CycleError) {
+        self.lock_state().snapshot.last_error = Some(error.record());
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {

@@ -52,14 +52,144 @@ pub struct Snapshot {
     pub lease_renewal_failures: u64,
     /// Whether the lease is held right now.
     pub lease_held: bool,
-    /// The last error, if any cycle or renewal failed since start.
-    pub last_error: Option<String>,
+    /// The last error, if any cycle, renewal or reconcile failed since
+    /// start: what failed, which pack, and whether the service retries it.
+    #[serde(deserialize_with = "error_record::read_optional")]
+    pub last_error: Option<ErrorRecord>,
     /// Whether the last cycle found nothing in the spool and nothing owed.
     pub drained: bool,
     /// Status-file writes that failed (see `crate::status`).
     pub status_write_failures: u64,
     /// The demand publisher's counters.
     pub demand: DemandCounters,
+}
+
+/// What failed, as the service recorded it: the error's kind and fields,
+/// kept as data so the status file and `capcat status` can say what failed,
+/// where, and whether anyone needs to act, not only a sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ErrorRecord {
+    /// Which part of the service failed.
+    pub kind: ErrorKind,
+    /// The pack the error concerns, when it concerns one.
+    pub pack_id: Option<Uuid>,
+    /// Whether the service retries on its own (an outage, a transient
+    /// failure): `false` means the failure repeats until a person acts
+    /// (a refused pack, a store that disagrees with what was sealed).
+    pub retried: bool,
+    /// The error's message with its causes.
+    pub message: String,
+}
+
+impl ErrorRecord {
+    /// A record of `kind` with `message`.
+    #[must_use]
+    pub fn new(kind: ErrorKind, retried: bool, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            pack_id: None,
+            retried,
+            message: message.into(),
+        }
+    }
+
+    /// The same record, about `pack_id`.
+    #[must_use]
+    pub fn about(mut self, pack_id: Uuid) -> Self {
+        self.pack_id = Some(pack_id);
+        self
+    }
+}
+
+impl std::fmt::Display for ErrorRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.kind.as_str())?;
+        if let Some(pack_id) = self.pack_id {
+            write!(f, " (pack {pack_id})")?;
+        }
+        let retry = if self.retried {
+            "retried"
+        } else {
+            "not retried"
+        };
+        write!(f, ", {retry}: {}", self.message)
+    }
+}
+
+/// Which part of the service an [`ErrorRecord`] comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The spool directory.
+    Spool,
+    /// The object store.
+    Store,
+    /// An upload whose HEAD disagreed with the sealed pack.
+    UploadNotVerified,
+    /// The catalog was unreachable, timed out or fenced the publisher.
+    CatalogOutage,
+    /// The catalog refused one pack's rows.
+    IndexRefused,
+    /// The publisher lease could not be taken.
+    Lease,
+    /// The keep-alive could not renew the lease.
+    LeaseRenewal,
+    /// Another catalog operation (the reconciler's inventory read).
+    Catalog,
+    /// The reconciler could not HEAD an object.
+    Reconcile,
+    /// A background task panicked or was cancelled.
+    Task,
+    /// Written by a build that kept only the message.
+    Other,
+}
+
+impl ErrorKind {
+    /// The kind's name as the status file spells it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Spool => "spool",
+            Self::Store => "store",
+            Self::UploadNotVerified => "upload_not_verified",
+            Self::CatalogOutage => "catalog_outage",
+            Self::IndexRefused => "index_refused",
+            Self::Lease => "lease",
+            Self::LeaseRenewal => "lease_renewal",
+            Self::Catalog => "catalog",
+            Self::Reconcile => "reconcile",
+            Self::Task => "task",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// Reading `last_error` from status files of every format: a record, or
+/// the bare message an older build wrote (kind [`ErrorKind::Other`]).
+mod error_record {
+    use serde::{Deserialize, Deserializer};
+
+    use super::{ErrorKind, ErrorRecord};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Record(ErrorRecord),
+        Message(String),
+    }
+
+    pub(super) fn read_optional<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<ErrorRecord>, D::Error> {
+        Ok(
+            Option::<Written>::deserialize(deserializer)?.map(|written| match written {
+                Written::Record(record) => record,
+                Written::Message(message) => ErrorRecord::new(ErrorKind::Other, true, message),
+            }),
+        )
+    }
 }
 
 /// What became of the demand events the service handed to its publisher

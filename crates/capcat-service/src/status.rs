@@ -194,7 +194,7 @@ pub fn write_status(spool_dir: impl AsRef<Path>, status: &StatusFile) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::RejectedPack;
+    use crate::snapshot::{ErrorKind, ErrorRecord, RejectedPack};
 
     fn sample() -> StatusFile {
         let mut snapshot = Snapshot {
@@ -202,7 +202,10 @@ mod tests {
             indexed: 2,
             pending_index: 1,
             cycles: 9,
-            last_error: Some("catalog outage".to_owned()),
+            last_error: Some(
+                ErrorRecord::new(ErrorKind::IndexRefused, false, "refused")
+                    .about(uuid::Uuid::new_v4()),
+            ),
             ..Snapshot::default()
         };
         snapshot.rejected_packs.push(RejectedPack {
@@ -259,6 +262,27 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn an_error_keeps_its_kind_and_pack_and_an_older_bare_message_still_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let status = sample();
+        write_status(dir.path(), &status).expect("write");
+        let text = fs::read_to_string(status_path(dir.path())).expect("read");
+        let value: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let last = &value["snapshot"]["last_error"];
+        assert_eq!(last["kind"], "index_refused", "{text}");
+        assert_eq!(last["retried"], false, "{text}");
+        assert!(last["pack_id"].is_string(), "{text}");
+
+        let mut older = value.clone();
+        older["snapshot"]["last_error"] = serde_json::Value::from("catalog outage");
+        fs::write(status_path(dir.path()), older.to_string()).expect("older");
+        let read = read_status(dir.path()).expect("read").expect("present");
+        let record = read.snapshot.last_error.expect("kept");
+        assert_eq!(record.kind, ErrorKind::Other);
+        assert_eq!(record.message, "catalog outage");
     }
 
     #[test]

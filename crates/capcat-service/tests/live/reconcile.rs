@@ -50,9 +50,18 @@ async fn a_failed_head_is_counted_apart_from_foreign_objects_and_retried_next_pa
     assert_eq!(first.reconcile_skipped_objects, foreign, "{first:?}");
     assert_eq!(first.reconcile_recovered, 0, "{first:?}");
     assert!(first.rejected_packs.is_empty(), "{first:?}");
-    let last_error = first.last_error.clone().unwrap_or_default();
+    let last_error = first
+        .last_error
+        .clone()
+        .expect("the HEAD failure is recorded");
+    assert_eq!(
+        last_error.kind,
+        capcat_service::ErrorKind::Reconcile,
+        "{last_error:?}"
+    );
+    assert!(last_error.retried, "{last_error:?}");
     assert!(
-        last_error.contains(key.as_str()),
+        last_error.message.contains(key.as_str()),
         "last_error must name the key: {last_error:?}"
     );
 
