@@ -208,3 +208,32 @@ pub enum SinkError {
     #[error("the service is closed")]
     Closed,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_keeps_the_kind_the_pack_and_whether_the_service_retries() {
+        let pack_id = Uuid::new_v4();
+        let refused = CycleError::UploadNotVerified {
+            pack_id,
+            detail: "size 3, sealed 4".to_owned(),
+        };
+        let record = refused.record();
+        assert_eq!(record.kind, ErrorKind::UploadNotVerified);
+        assert_eq!(record.pack_id, Some(pack_id));
+        assert!(!record.retried, "{record:?}");
+        assert!(record.message.contains("size 3, sealed 4"), "{record:?}");
+
+        let spool = CycleError::Spool(crate::spool::SpoolError::Io {
+            op: "write",
+            path: "/spool".into(),
+            source: std::io::Error::other("disk full"),
+        });
+        let record = spool.record();
+        assert_eq!(record.kind, ErrorKind::Spool);
+        assert_eq!(record.pack_id, None);
+        assert!(record.retried, "{record:?}");
+    }
+}
