@@ -10,7 +10,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use capcat_clickhouse::CatalogError;
 use capcat_pack::{PackReader, Sha256Digest};
@@ -38,10 +37,10 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     /// (cut short by a flush or a stop).
     pub(crate) async fn cycle_loop(self: Arc<Self>) {
         let mut backoff = Backoff::new(self.cfg.poll_interval, self.cfg.max_backoff);
-        let mut stop = self.stop.subscribe();
+        let mut stop = self.signals.stop_signal();
         let mut last_reconcile = tokio::time::Instant::now();
         loop {
-            if *stop.borrow() {
+            if self.signals.stopped() {
                 return;
             }
             if let Some(interval) = self.cfg.reconcile_interval
@@ -64,10 +63,10 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     wait
                 }
             };
-            self.progress.send_modify(|n| *n += 1);
+            self.signals.advanced();
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
-                () = self.wake.notified() => {}
+                () = self.signals.woken() => {}
                 _ = stop.changed() => return,
             }
         }
@@ -411,12 +410,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             }
         }
         drop(state);
-        let generation = self
-            .merged_generation
-            .fetch_add(batch.len() as u64, Ordering::Relaxed)
-            + batch.len() as u64;
-        self.demand
-            .executor_merged(&self.shard_id(), self.epoch, generation);
+        self.demand.merged(batch.len() as u64);
     }
 
     /// One index pass under the lease (taking it again when lost), holding
@@ -426,19 +420,16 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         descriptors: Vec<CaptureDescriptor>,
     ) -> Result<IndexReport, IndexFailure> {
         let mut guard = self.lease.lock().await;
-        if guard.is_none() {
-            match self.catalog.acquire_lease(&self.cfg.raw.holder).await {
+        let lease = match guard.lease() {
+            Some(lease) => lease,
+            None => match self.catalog.acquire_lease(&self.cfg.raw.holder).await {
                 Ok(lease) => {
                     tracing::info!(lease_id = %lease.lease().lease_id, "publisher lease re-acquired");
-                    *guard = Some(lease);
-                    self.lease_held.store(true, Ordering::SeqCst);
+                    guard.put(lease)
                 }
                 Err(error) => return Err(IndexFailure::Outage(error)),
-            }
-        }
-        let lease = guard
-            .as_mut()
-            .expect("the lease was just checked or acquired under this guard");
+            },
+        };
         // The pass renews the lease inside it and hands the renewed lease
         // back to the handle, whatever its outcome.
         let result = self.catalog.index(lease, descriptors).await;
@@ -451,8 +442,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                         | CatalogError::Released { .. }
                         | CatalogError::InDoubt { .. }
                 ) {
-                    *guard = None;
-                    self.lease_held.store(false, Ordering::SeqCst);
+                    guard.take();
                 }
                 if error.is_outage() {
                     Err(IndexFailure::Outage(error))
@@ -467,17 +457,17 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     /// whatever the cycle's backoff (which may reach the TTL itself).
     pub(crate) async fn lease_keeper(self: Arc<Self>) {
         let period = self.cfg.lease_ttl / 3;
-        let mut stop = self.stop.subscribe();
+        let mut stop = self.signals.stop_signal();
         loop {
             tokio::select! {
                 () = tokio::time::sleep(period) => {}
                 _ = stop.changed() => return,
             }
-            if *stop.borrow() {
+            if self.signals.stopped() {
                 return;
             }
             let mut guard = self.lease.lock().await;
-            let Some(lease) = guard.as_mut() else {
+            let Some(lease) = guard.lease() else {
                 continue;
             };
             match tokio::time::timeout(period, lease.renew()).await {
@@ -493,8 +483,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                     ) {
                         // Taken over or expired: the next publish acquires
                         // it again (or finds it held and waits).
-                        *guard = None;
-                        self.lease_held.store(false, Ordering::SeqCst);
+                        guard.take();
                     }
                     tracing::warn!(%error, "lease renewal failed");
                     let mut state = self.lock_state();

@@ -9,7 +9,6 @@
 //! pass with it); objects without pack metadata are counted as skipped; a
 //! HEAD that fails is an error, counted apart, and left for the next pass.
 
-use capcat_clickhouse::demand::ScanObservation;
 use capcat_s3::PackStore;
 use capcat_s3::reconcile::{ListLimits, head_packs, list_catalog_packs};
 use uuid::Uuid;
@@ -85,13 +84,9 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             }
             state.recovered.extend(sweep.verified);
         }
-        self.demand.publish_scan(vec![ScanObservation {
-            shard_id: self.shard_id(),
-            epoch: self.epoch,
-            sealed: ids.len() as u64,
-            merged: Some(committed.len() as u64),
-        }]);
-        self.progress.send_modify(|n| *n += 1);
+        self.demand
+            .scanned(ids.len() as u64, committed.len() as u64);
+        self.signals.advanced();
         tracing::info!(?report, "reconcile pass done");
         Ok(report)
     }

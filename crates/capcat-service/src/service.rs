@@ -1,27 +1,28 @@
 //! [`Service`]: start, the sink, flush, close, snapshot.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use capcat_clickhouse::demand::{DemandPublisher, PublisherOptions};
-use capcat_clickhouse::{Catalog, LeaseHandle, unix_now_ms};
+use capcat_clickhouse::{Catalog, unix_now_ms};
 use capcat_pack::{PackLimits, PackWriter, RecordMetadata};
 use capcat_proto::CaptureDescriptor;
 use capcat_s3::PackStore;
 use capcat_s3::reconcile::VerifiedPack;
-use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::config::ValidConfig;
+use crate::demand_events::DemandEvents;
 use crate::error::{FlushError, SinkError, StartError};
-use crate::owner_lock::{self, OwnerLock};
+use crate::lease_slot::LeaseSlot;
+use crate::owner_lock;
+use crate::signals::Signals;
 use crate::snapshot::{DemandCounters, RejectedPack, Snapshot};
 use crate::spool::Spool;
-use crate::status::{StatusFile, write_status};
+use crate::status_writer::StatusSlot;
 
 /// A pack uploaded and verified, owed to the catalog.
 #[derive(Clone, Debug)]
@@ -63,73 +64,34 @@ struct SinkState {
     closed: bool,
 }
 
-/// What everything in the service shares.
+/// What everything in the service shares: what it was given, what it
+/// shares under locks, and how its tasks signal each other.
 #[derive(Debug)]
 pub(crate) struct Inner<S> {
     pub(crate) cfg: ValidConfig,
     pub(crate) store: S,
     pub(crate) catalog: Catalog,
     pub(crate) spool: Spool,
+    /// What the cycle, the reconciler and flush share.
     pub(crate) state: Mutex<State>,
-    /// The publisher lease. Held across every publish and every reconcile
-    /// query, and by the keep-alive while it renews, so they serialize.
-    /// `None` after the lease was lost (the next publish acquires it again).
-    pub(crate) lease: tokio::sync::Mutex<Option<LeaseHandle>>,
-    /// Whether `lease` holds a lease: set wherever `lease` changes, under
-    /// its lock, so a snapshot reads the real state without waiting for a
-    /// renewal or publish that holds the lock (possibly while re-acquiring
-    /// a lost lease).
-    pub(crate) lease_held: AtomicBool,
+    /// The sink's open pack.
+    sink: Mutex<SinkState>,
+    /// The publisher lease.
+    pub(crate) lease: LeaseSlot,
     /// One cycle at a time.
     pub(crate) cycle_lock: tokio::sync::Mutex<()>,
-    /// Bumped after every cycle and every reconcile pass.
-    pub(crate) progress: watch::Sender<u64>,
-    /// Wakes the cycle loop early (flush).
-    pub(crate) wake: Notify,
-    pub(crate) stop: watch::Sender<bool>,
-    pub(crate) demand: DemandPublisher,
-    sink: Mutex<SinkState>,
-    /// The spool's owner lock, when this service owns the spool; taken
-    /// (released) at the end of close and on drop. Only its holder writes
-    /// `status.json`, so two processes never overwrite each other's status.
-    owner: Mutex<Option<Arc<OwnerLock>>>,
-    /// The sequence number of the last snapshot taken for the status file.
-    status_sequence: AtomicU64,
-    /// The sequence number of the snapshot on disk; its lock orders writes.
-    status_written: Arc<Mutex<u64>>,
-    /// The demand epoch (start time, ms) and generations.
-    pub(crate) epoch: u64,
-    pub(crate) sealed_generation: AtomicU64,
-    pub(crate) merged_generation: AtomicU64,
+    pub(crate) signals: Signals,
+    pub(crate) demand: DemandEvents,
+    pub(crate) status: StatusSlot,
 }
 
 impl<S> Inner<S> {
-    fn owner_lock(&self) -> Option<Arc<OwnerLock>> {
-        self.owner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Releases the spool's owner lock (once an in-flight status write
-    /// holding it lands).
-    fn release_owner(&self) {
-        self.owner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-    }
-
     pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves counters, never a broken
         // invariant the next holder could trip on, so poisoning is ignored.
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) fn shard_id(&self) -> String {
-        self.cfg.raw.holder.clone()
     }
 
     pub(crate) fn record_error(&self, error: &crate::error::CycleError) {
@@ -149,66 +111,9 @@ impl<S> Inner<S> {
             })
             .collect();
         drop(state);
-        snapshot.lease_held = self.lease_held.load(Ordering::SeqCst);
+        snapshot.lease_held = self.lease.is_held();
         snapshot.demand = DemandCounters::from(self.demand.counters());
         snapshot
-    }
-
-    /// Writes the snapshot to `<spool_dir>/status.json` (atomically, off
-    /// the runtime's worker threads: it fsyncs). A failure is logged when
-    /// it starts and counted; it never fails the cycle, because the status
-    /// file serves operators, not the data path.
-    ///
-    /// Writes are ordered: each takes a sequence number with its snapshot,
-    /// and the blocking write runs under one lock and skips itself when a
-    /// later snapshot is already on disk. A cycle aborted by close leaves
-    /// its blocking write running; without the order it could land after
-    /// close's final write and show a closed service as running, and two
-    /// writers would share one temporary file.
-    pub(crate) async fn write_status(&self, closed: bool) {
-        // Only the spool's owner writes: a service with `owns_spool =
-        // false` shares the directory with the owner, whose status it must
-        // not overwrite. The blocking write holds the lock until it lands.
-        let Some(owner) = self.owner_lock() else {
-            return;
-        };
-        let sequence = self.status_sequence.fetch_add(1, Ordering::SeqCst) + 1;
-        let status = StatusFile::new(
-            &self.cfg.raw.holder,
-            self.cfg.tables.prefix(),
-            closed,
-            self.snapshot(),
-        );
-        let dir = self.spool.dir().to_owned();
-        let last_written = Arc::clone(&self.status_written);
-        let written = tokio::task::spawn_blocking(move || {
-            let _owner = owner;
-            let mut last = last_written
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if *last > sequence {
-                return Ok(());
-            }
-            write_status(dir, &status)?;
-            *last = sequence;
-            Ok::<(), crate::status::StatusError>(())
-        })
-        .await;
-        let failure = match written {
-            Ok(Ok(())) => None,
-            Ok(Err(error)) => Some(error.to_string()),
-            Err(join) => Some(join.to_string()),
-        };
-        let mut state = self.lock_state();
-        match failure {
-            None => state.status_failing = false,
-            Some(error) => {
-                state.snapshot.status_write_failures += 1;
-                if !std::mem::replace(&mut state.status_failing, true) {
-                    tracing::warn!(%error, "writing the status file failed; retried at the next status interval");
-                }
-            }
-        }
     }
 }
 
@@ -328,28 +233,19 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             .acquire_lease(&cfg.raw.holder)
             .await
             .map_err(StartError::from_catalog)?;
-        let (progress, _) = watch::channel(0);
-        let (stop, _) = watch::channel(false);
+        let demand = DemandEvents::new(demand, cfg.raw.holder.clone(), unix_now_ms());
         let inner = Arc::new(Inner {
             cfg,
             store,
             catalog,
             spool,
             state: Mutex::new(State::default()),
-            lease: tokio::sync::Mutex::new(Some(lease)),
-            lease_held: AtomicBool::new(true),
-            cycle_lock: tokio::sync::Mutex::new(()),
-            progress,
-            wake: Notify::new(),
-            stop,
-            demand,
             sink: Mutex::new(SinkState::default()),
-            owner: Mutex::new(owner),
-            status_sequence: AtomicU64::new(0),
-            status_written: Arc::new(Mutex::new(0)),
-            epoch: unix_now_ms(),
-            sealed_generation: AtomicU64::new(0),
-            merged_generation: AtomicU64::new(0),
+            lease: LeaseSlot::new(lease),
+            cycle_lock: tokio::sync::Mutex::new(()),
+            signals: Signals::new(),
+            demand,
+            status: StatusSlot::new(owner),
         });
         if inner.cfg.raw.reconcile_on_start
             && let Err(error) = inner.reconcile().await
@@ -460,15 +356,10 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         let sealed = writer.seal()?;
         let pack_id = sealed.info.pack_id;
         self.inner.spool.write_sealed(pack_id, &sealed.bytes)?;
-        let generation = self.inner.sealed_generation.fetch_add(1, Ordering::Relaxed) + 1;
         tracing::debug!(%pack_id, bytes = sealed.bytes.len(), "sealed a pack into the spool");
-        self.inner.demand.writer_sealed(
-            &self.inner.shard_id(),
-            self.inner.epoch,
-            generation,
-            sealed.info.byte_length,
-            unix_now_ms(),
-        );
+        self.inner
+            .demand
+            .sealed(sealed.info.byte_length, unix_now_ms());
         Ok(Some(pack_id))
     }
 
@@ -485,7 +376,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         let started = Instant::now();
         let until = tokio::time::Instant::now() + deadline;
         self.seal().map_err(|e| FlushError::Seal(e.to_string()))?;
-        if *self.inner.stop.borrow() {
+        if self.inner.signals.stopped() {
             return Err(FlushError::Stopped);
         }
         let inner = &self.inner;
@@ -500,8 +391,8 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             boundary.extend(state.recovered.iter().map(|p| p.key.pack_id()));
         }
         let total = boundary.len();
-        let mut progress = inner.progress.subscribe();
-        inner.wake.notify_one();
+        let mut progress = inner.signals.progress();
+        inner.signals.wake();
         loop {
             let pending = {
                 let state = inner.lock_state();
@@ -565,8 +456,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .closed = true;
-        self.inner.stop.send_replace(true);
-        self.inner.wake.notify_one();
+        self.inner.signals.stop();
         let tasks = std::mem::take(
             &mut *self
                 .tasks
@@ -580,11 +470,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
                 abort.abort();
             }
         }
-        let lease = {
-            let mut guard = self.inner.lease.lock().await;
-            self.inner.lease_held.store(false, Ordering::SeqCst);
-            guard.take()
-        };
+        let lease = self.inner.lease.lock().await.take();
         let lease_released = match lease {
             Some(mut lease) => match lease.release().await {
                 Ok(()) => true,
@@ -607,7 +493,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         }
         self.inner.write_status(true).await;
         // Last: after this another process may own the spool and sweep it.
-        self.inner.release_owner();
+        self.inner.status.release_owner();
         CloseReport {
             flush,
             lease_released,
@@ -619,8 +505,8 @@ impl<S: PackStore + Clone + 'static> Drop for Service<S> {
     fn drop(&mut self) {
         // Never waits: the tasks are told to stop and aborted at their next
         // await point; a lease not released expires after its TTL.
-        self.inner.stop.send_replace(true);
-        self.inner.release_owner();
+        self.inner.signals.stop();
+        self.inner.status.release_owner();
         for task in self
             .tasks
             .get_mut()
