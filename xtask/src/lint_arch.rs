@@ -13,10 +13,15 @@
 //!    `crates/capcat-proto/src` outside `crates/capcat-proto/src/designs/`
 //!    may contain one of [`DESIGN_MARKERS`] (the switches and names of the
 //!    protocol designs the model rejected).
+//! 3. **One drive loop.** No file under the `src/` of capcat-clickhouse,
+//!    capcat-service or capcat-cli calls a transport's `.execute(` but
+//!    capcat-clickhouse's `drive.rs` and its `transport/` module (which
+//!    implements it): every statement runs as a capcat-proto machine
+//!    through `drive`.
 //!
 //! The rules are pure functions ([`edges_from_metadata`],
-//! [`layering_violations`], [`design_leaks`]) over data the IO in [`run`]
-//! gathers, so their unit tests run on synthetic input.
+//! [`layering_violations`], [`design_leaks`], [`stray_executes`]) over data
+//! the IO in [`run`] gathers, so their unit tests run on synthetic input.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -280,10 +285,12 @@ fn layering_violations(members: &[String], edges: &[Edge]) -> Vec<String> {
     violations
 }
 
-/// One marker of a rejected design outside the designs module.
+/// One line that breaks a rule: a rejected design's marker outside the
+/// designs module, or a statement sent outside the drive loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Leak {
-    /// The file, relative to `crates/capcat-proto/src`, with `/` separators.
+    /// The file, relative to the tree the rule reads (`crates/capcat-proto/src`
+    /// for designs, `crates` for the drive loop), with `/` separators.
     path: String,
     /// 1-based.
     line: usize,
@@ -295,7 +302,7 @@ impl fmt::Display for Leak {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "crates/capcat-proto/src/{}:{}: `{}` outside designs/: {}",
+            "{}:{}: `{}`: {}",
             self.path,
             self.line,
             self.marker,
@@ -346,10 +353,42 @@ fn design_leaks(files: &[(String, String)], rejected: &[String]) -> Vec<Leak> {
                 .cloned();
             for marker in markers.chain(names) {
                 leaks.push(Leak {
-                    path: path.clone(),
+                    path: format!("crates/capcat-proto/src/{path}"),
                     line: index + 1,
                     marker,
                     text: (*line).to_owned(),
+                });
+            }
+        }
+    }
+    leaks
+}
+
+/// The crates whose `src/` may send statements only through the drive loop.
+const DRIVEN_CRATES: [&str; 3] = ["capcat-clickhouse", "capcat-service", "capcat-cli"];
+
+/// The files (relative to `crates/`) allowed to call `.execute(`: the
+/// drive loop, and the transports that implement it.
+fn may_execute(path: &str) -> bool {
+    path == "capcat-clickhouse/src/drive.rs" || path.starts_with("capcat-clickhouse/src/transport/")
+}
+
+/// Every line of `files` (path relative to `crates/`, contents) that calls
+/// `.execute(` outside the drive loop and the transports, but in comments.
+fn stray_executes(files: &[(String, String)]) -> Vec<Leak> {
+    let mut leaks = Vec::new();
+    for (path, text) in files {
+        if may_execute(path) {
+            continue;
+        }
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains(".execute(") {
+                leaks.push(Leak {
+                    path: format!("crates/{path}"),
+                    line: index + 1,
+                    marker: ".execute(".to_owned(),
+                    text: line.to_owned(),
                 });
             }
         }
@@ -417,6 +456,14 @@ pub(crate) fn run() -> Result<()> {
         &read_tree(&root.join("crates/capcat-proto/src"))?,
         &rejected,
     );
+    let mut driven = Vec::new();
+    for krate in DRIVEN_CRATES {
+        let src = format!("{krate}/src");
+        for (path, text) in read_tree(&root.join("crates").join(&src))? {
+            driven.push((format!("{src}/{path}"), text));
+        }
+    }
+    let strays = stray_executes(&driven);
 
     for violation in &layering {
         eprintln!("lint-arch: layering: {violation}");
@@ -424,22 +471,29 @@ pub(crate) fn run() -> Result<()> {
     for leak in &leaks {
         eprintln!("lint-arch: designs: {leak}");
     }
+    for stray in &strays {
+        eprintln!("lint-arch: drive loop: {stray}");
+    }
     eprintln!(
         "lint-arch: {} crate(s), {} workspace edge(s): {} layering violation(s); \
-         {} rejected-design marker(s) outside crates/capcat-proto/src/designs/",
+         {} rejected-design marker(s) outside crates/capcat-proto/src/designs/; \
+         {} statement(s) sent outside the drive loop",
         members.len(),
         edges.len(),
         layering.len(),
-        leaks.len()
+        leaks.len(),
+        strays.len()
     );
-    if layering.is_empty() && leaks.is_empty() {
+    if layering.is_empty() && leaks.is_empty() && strays.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "{} layering violation(s), {} rejected-design marker(s) outside designs/ \
+            "{} layering violation(s), {} rejected-design marker(s) outside designs/, \
+             {} statement(s) sent outside the drive loop \
              (listed above; the rules are in ARCHITECTURE.md)",
             layering.len(),
-            leaks.len()
+            leaks.len(),
+            strays.len()
         )
         .into())
     }
@@ -625,16 +679,24 @@ mod tests {
         assert_eq!(
             found,
             [
-                ("config.rs", 2, "cfg.is("),
-                ("config.rs", 2, "Variant::"),
-                ("publish/sql.rs", 1, "VariantName"),
-                ("lib.rs", 1, "feature = \"mutations\""),
-                ("index/machine.rs", 1, "feature = \"designs\""),
+                ("crates/capcat-proto/src/config.rs", 2, "cfg.is("),
+                ("crates/capcat-proto/src/config.rs", 2, "Variant::"),
+                ("crates/capcat-proto/src/publish/sql.rs", 1, "VariantName"),
+                (
+                    "crates/capcat-proto/src/lib.rs",
+                    1,
+                    "feature = \"mutations\""
+                ),
+                (
+                    "crates/capcat-proto/src/index/machine.rs",
+                    1,
+                    "feature = \"designs\""
+                ),
             ]
         );
         assert_eq!(
             leaks[2].to_string(),
-            "crates/capcat-proto/src/publish/sql.rs:1: `VariantName` outside designs/: \
+            "crates/capcat-proto/src/publish/sql.rs:1: `VariantName`: \
              let n = VariantName::Shipped;"
         );
         // A directory merely named like it is not the designs module.
@@ -673,13 +735,46 @@ mod tests {
             .into_iter()
             .map(|l| (l.path, l.line, l.marker))
             .collect();
-        let want = |p: &str, l: usize, m: &str| (p.to_owned(), l, m.to_owned());
+        let want =
+            |p: &str, l: usize, m: &str| (format!("crates/capcat-proto/src/{p}"), l, m.to_owned());
         assert_eq!(
             found,
             [
                 want("publish/mod.rs", 1, "feature = \"designs\""),
                 want("lib.rs", 1, "feature = \"designs\""),
                 want("lease/claim.rs", 1, "BarrierOnly"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_statement_sent_outside_the_drive_loop_is_found_and_the_loop_itself_is_not() {
+        let files = [
+            (
+                "capcat-clickhouse/src/drive.rs".to_owned(),
+                "let input = transport.execute(&stmt).await;".to_owned(),
+            ),
+            (
+                "capcat-clickhouse/src/transport/counting.rs".to_owned(),
+                "self.inner.execute(stmt).await".to_owned(),
+            ),
+            (
+                "capcat-clickhouse/src/catalog.rs".to_owned(),
+                "// the drive loop calls .execute( for us\nself.transport.execute(&stmt)"
+                    .to_owned(),
+            ),
+            (
+                "capcat-cli/src/commands.rs".to_owned(),
+                "let rows = catalog.transport().execute(&pin).await?;".to_owned(),
+            ),
+        ];
+        let strays = stray_executes(&files);
+        let found: Vec<(&str, usize)> = strays.iter().map(|s| (s.path.as_str(), s.line)).collect();
+        assert_eq!(
+            found,
+            [
+                ("crates/capcat-clickhouse/src/catalog.rs", 2),
+                ("crates/capcat-cli/src/commands.rs", 1)
             ]
         );
     }

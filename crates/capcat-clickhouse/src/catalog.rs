@@ -8,8 +8,8 @@ use std::sync::Arc;
 use capcat_proto::reader::{GetByIds, Lookup, Page, SearchPage, SearchQuery};
 use capcat_proto::schema::{EnsureOutcome, EnsureSchema};
 use capcat_proto::{
-    Allocate, CaptureDescriptor, Config, IndexPass, IndexReport, PackRef, Publish, PublishOutcome,
-    Tables,
+    Allocate, CaptureDescriptor, Config, InOrder, IndexPass, IndexReport, PackRef, Publish,
+    PublishOutcome, Tables,
 };
 use uuid::Uuid;
 
@@ -180,15 +180,13 @@ impl Catalog {
     /// Drops every catalog object (`DROP ... IF EXISTS`, views first): a
     /// no-op per missing object, so it also cleans up a partial install.
     pub async fn drop_schema(&self) -> Result<(), CatalogError> {
-        for stmt in capcat_proto::schema::drop_schema(&self.tables) {
-            self.transport
-                .execute(&stmt)
-                .await
-                .map_err(|failure| CatalogError::Drop {
-                    statement: stmt.name,
-                    failure,
-                })?;
-        }
+        let drops = InOrder::new(capcat_proto::schema::drop_schema(&self.tables));
+        self.run("drop_schema", drops)
+            .await?
+            .map_err(|failed| CatalogError::Drop {
+                statement: failed.statement,
+                failure: failed.failure,
+            })?;
         tracing::info!(prefix = self.tables.prefix(), "catalog schema dropped");
         Ok(())
     }

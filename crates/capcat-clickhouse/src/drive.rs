@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use capcat_proto::{Failure, Input, Machine, Statement, Step};
+use capcat_proto::{Failure, InOrder, Input, Machine, Rows, Statement, StatementFailed, Step};
 use tokio::time::Instant;
 
 use crate::error::CatalogError;
@@ -80,4 +80,30 @@ pub async fn drive<M: Machine>(
         operation,
         steps: MAX_STEPS,
     })
+}
+
+/// Runs `statements`, which decide nothing, in order through [`drive`]
+/// (an [`InOrder`] machine): the outcome is every statement's rows, or the
+/// first statement that failed.
+///
+/// # Errors
+/// [`CatalogError::MachineRunaway`], before any statement is sent, for a
+/// list longer than the loop's step bound; a statement's failure is the
+/// inner `Err`.
+pub async fn run_in_order(
+    operation: &'static str,
+    statements: Vec<Statement>,
+    transport: &dyn Transport,
+) -> Result<Result<Vec<Rows>, StatementFailed>, CatalogError> {
+    // One step per statement, plus the final poll.
+    if statements.len() >= MAX_STEPS as usize {
+        return Err(CatalogError::MachineRunaway {
+            operation,
+            steps: MAX_STEPS,
+        });
+    }
+    // An InOrder never asks for a draw (one handed to it anyway would end
+    // it as a failure), so the generator's seed is never used.
+    let unused = Jitter::from_seed(0);
+    drive(operation, &mut InOrder::new(statements), transport, &unused).await
 }

@@ -38,7 +38,7 @@ mod lease;
 
 pub use catalog::{Catalog, Published};
 pub use clock::{unix_now_ms, unix_now_ns};
-pub use drive::{MAX_STEPS, drive};
+pub use drive::{MAX_STEPS, drive, run_in_order};
 pub use error::{CatalogError, VALUE_REFUSAL_CODES, failure_is_outage};
 pub use jitter::Jitter;
 pub use lease::LeaseHandle;

@@ -22,6 +22,7 @@ pub mod descriptor;
 #[cfg(any(test, feature = "designs"))]
 pub mod designs;
 pub mod fragments;
+mod in_order;
 pub mod index;
 pub mod lease;
 pub mod machine;
@@ -35,6 +36,7 @@ mod text_format;
 pub use allocate::{Allocate, AllocateError};
 pub use config::{Config, ConfigError};
 pub use descriptor::{CAPTURE_COLUMNS, CaptureColumn, CaptureDescriptor};
+pub use in_order::{InOrder, StatementFailed};
 pub use index::{IndexError, IndexPass, IndexReport};
 pub use lease::{Lease, LeaseClaim, LeaseError, LeaseHead, Release};
 pub use machine::{Failure, Input, Machine, Step};

@@ -8,9 +8,10 @@
 //! can be rerun at any time.
 
 use capcat_proto::demand::storage::{self, StoredEvent};
-use capcat_proto::{Failure, Param, Tables};
+use capcat_proto::{Failure, Param, Rows, Statement, Tables};
 use uuid::Uuid;
 
+use crate::drive::run_in_order;
 use crate::transport::Transport;
 
 /// What a compaction did.
@@ -84,20 +85,24 @@ fn ids_in(statement: &capcat_proto::Statement) -> usize {
 }
 
 /// Compacts the newest `limit` demand rows of the catalog under `tables`.
-pub async fn compact<T: Transport + ?Sized>(
-    transport: &T,
+///
+/// # Errors
+/// Where the run stopped ([`CompactionError`]); what it did before stands.
+pub async fn compact(
+    transport: &dyn Transport,
     tables: &Tables,
     limit: u64,
 ) -> Result<CompactionReport, CompactionError> {
     let prefix = || tables.prefix().to_owned();
     let read = storage::read_events(tables, None, limit.saturating_add(1));
-    let mut rows = transport
-        .execute(&read)
+    let mut rows = run(transport, "demand.compact_read", vec![read])
         .await
-        .map_err(|failure| CompactionError::Read {
+        .map_err(|(_, failure)| CompactionError::Read {
             prefix: prefix(),
             failure,
-        })?;
+        })?
+        .pop()
+        .unwrap_or_default();
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut report = CompactionReport {
         truncated: rows.0.len() > limit,
@@ -113,29 +118,24 @@ pub async fn compact<T: Transport + ?Sized>(
         report.rows_read - stored.iter().filter(|row| row.event.is_ok()).count();
     let plan = storage::compaction(tables, &stored, Uuid::new_v4);
     let of = plan.appends.len();
-    for (index, append) in plan.appends.iter().enumerate() {
-        transport
-            .execute(append)
-            .await
-            .map_err(|failure| CompactionError::Append {
-                prefix: prefix(),
-                index,
-                of,
-                failure,
-            })?;
-    }
+    run(transport, "demand.compact_append", plan.appends)
+        .await
+        .map_err(|(index, failure)| CompactionError::Append {
+            prefix: prefix(),
+            index,
+            of,
+            failure,
+        })?;
     report.shards_compacted = of;
-    for delete in &plan.deletes {
-        transport
-            .execute(delete)
-            .await
-            .map_err(|failure| CompactionError::Delete {
-                prefix: prefix(),
-                deleted: report.rows_deleted,
-                failure,
-            })?;
-        report.rows_deleted += ids_in(delete);
-    }
+    let deleted = |upto: usize| plan.deletes[..upto].iter().map(ids_in).sum::<usize>();
+    run(transport, "demand.compact_delete", plan.deletes.clone())
+        .await
+        .map_err(|(index, failure)| CompactionError::Delete {
+            prefix: prefix(),
+            deleted: deleted(index),
+            failure,
+        })?;
+    report.rows_deleted = deleted(plan.deletes.len());
     tracing::info!(
         prefix = tables.prefix(),
         rows_read = report.rows_read,
@@ -146,4 +146,28 @@ pub async fn compact<T: Transport + ?Sized>(
         "demand compaction done"
     );
     Ok(report)
+}
+
+/// Runs `statements` in order through the drive loop; the error is the
+/// position of the statement that failed and its failure, or the whole
+/// run refused as too long for one drive.
+async fn run(
+    transport: &dyn Transport,
+    operation: &'static str,
+    statements: Vec<Statement>,
+) -> Result<Vec<Rows>, (usize, Failure)> {
+    let count = statements.len();
+    match run_in_order(operation, statements, transport).await {
+        Ok(Ok(rows)) => Ok(rows),
+        Ok(Err(failed)) => Err((failed.index, failed.failure)),
+        // Only a list longer than the drive loop's step bound gets here,
+        // refused before any of it was sent; it is reported as the failure
+        // of its first statement, so nothing is counted as done.
+        Err(runaway) => Err((
+            0,
+            Failure::Malformed {
+                message: format!("{count} statements in one run: {runaway}"),
+            },
+        )),
+    }
 }

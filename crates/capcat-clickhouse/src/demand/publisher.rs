@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use super::counters::{Counters, Ending, PublisherCounters};
 use super::scan::{ScanObservation, run_scan};
+use crate::drive::run_in_order;
 use crate::transport::Transport;
 
 /// The default bound on one append (and on a scan's read): the seed's 15 s,
@@ -108,9 +109,18 @@ impl Inner {
     /// Runs one append under the publisher's timeout and counts its ending.
     pub(crate) async fn append(&self, event: &DemandEvent) -> Ending {
         let statement = storage::append(&self.tables, event, Uuid::new_v4());
-        let result = tokio::time::timeout(self.options.timeout, self.transport.execute(&statement))
+        let appended = run_in_order("demand.append", vec![statement], self.transport.as_ref());
+        let result = tokio::time::timeout(self.options.timeout, appended)
             .await
-            .ok();
+            .ok()
+            .map(|ran| match ran {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(failed)) => Err(failed.failure),
+                // One statement never reaches the drive loop's step bound.
+                Err(runaway) => Err(Failure::Malformed {
+                    message: runaway.to_string(),
+                }),
+            });
         let ending = Ending::of(result.as_ref());
         self.counters.ended(ending);
         log_ending(
