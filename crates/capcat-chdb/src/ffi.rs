@@ -352,6 +352,27 @@ pub(crate) enum Outcome {
     },
 }
 
+/// The four parallel arrays libchdb's `*_with_params_n` functions take:
+/// pointers into `params` and their lengths, one entry per parameter. The
+/// pointers borrow `params`, which must outlive the call they are passed to.
+struct ParamArrays {
+    names: Vec<*const c_char>,
+    name_lens: Vec<usize>,
+    values: Vec<*const c_char>,
+    value_lens: Vec<usize>,
+}
+
+impl ParamArrays {
+    fn new(params: &[(&str, &[u8])]) -> Self {
+        Self {
+            names: params.iter().map(|(n, _)| n.as_ptr().cast()).collect(),
+            name_lens: params.iter().map(|(n, _)| n.len()).collect(),
+            values: params.iter().map(|(_, v)| v.as_ptr().cast()).collect(),
+            value_lens: params.iter().map(|(_, v)| v.len()).collect(),
+        }
+    }
+}
+
 impl RawConnection {
     /// Runs one statement with bound parameters (escaped-text values).
     pub(crate) fn query(
@@ -360,10 +381,7 @@ impl RawConnection {
         format: &str,
         params: &[(&str, &[u8])],
     ) -> Result<Outcome, ChdbError> {
-        let names: Vec<*const c_char> = params.iter().map(|(n, _)| n.as_ptr().cast()).collect();
-        let name_lens: Vec<usize> = params.iter().map(|(n, _)| n.len()).collect();
-        let values: Vec<*const c_char> = params.iter().map(|(_, v)| v.as_ptr().cast()).collect();
-        let value_lens: Vec<usize> = params.iter().map(|(_, v)| v.len()).collect();
+        let arrays = ParamArrays::new(params);
         let api = self.api;
         // SAFETY: `self.handle` came from `chdb_connect` and is not closed
         // (closing consumes `self`); it points to a live `chdb_connection`.
@@ -377,10 +395,10 @@ impl RawConnection {
                 sql.len(),
                 format.as_ptr().cast(),
                 format.len(),
-                names.as_ptr(),
-                name_lens.as_ptr(),
-                values.as_ptr(),
-                value_lens.as_ptr(),
+                arrays.names.as_ptr(),
+                arrays.name_lens.as_ptr(),
+                arrays.values.as_ptr(),
+                arrays.value_lens.as_ptr(),
                 params.len(),
             )
         };
@@ -398,10 +416,7 @@ impl RawConnection {
         params: &[(&str, &[u8])],
         data: &[u8],
     ) -> Result<Outcome, ChdbError> {
-        let names: Vec<*const c_char> = params.iter().map(|(n, _)| n.as_ptr().cast()).collect();
-        let name_lens: Vec<usize> = params.iter().map(|(n, _)| n.len()).collect();
-        let values: Vec<*const c_char> = params.iter().map(|(_, v)| v.as_ptr().cast()).collect();
-        let value_lens: Vec<usize> = params.iter().map(|(_, v)| v.len()).collect();
+        let arrays = ParamArrays::new(params);
         let api = self.api;
         // SAFETY: as in `query`: a live connection used by one thread, and
         // every buffer passed with its exact length, alive for the call.
@@ -412,10 +427,10 @@ impl RawConnection {
                 sql.len(),
                 format.as_ptr().cast(),
                 format.len(),
-                names.as_ptr(),
-                name_lens.as_ptr(),
-                values.as_ptr(),
-                value_lens.as_ptr(),
+                arrays.names.as_ptr(),
+                arrays.name_lens.as_ptr(),
+                arrays.values.as_ptr(),
+                arrays.value_lens.as_ptr(),
                 params.len(),
             )
         };

@@ -29,6 +29,7 @@ pub mod machine;
 pub mod publish;
 pub mod reader;
 pub mod schema;
+mod sole_claim;
 pub mod statement;
 pub mod tables;
 mod text_format;

@@ -2,22 +2,18 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::config::{Config, jitter_window};
+use crate::config::Config;
 use crate::decode::{u64_at, uuid_at};
-use crate::machine::{Input, Machine, Step};
-use crate::statement::Rows;
+use crate::machine::{Failure, Input, Machine, Step};
+use crate::sole_claim::{self, Claimant, Phase, PhaseOf};
+use crate::statement::{Rows, Statement};
 use crate::tables::Tables;
 
 use super::{AllocateError, sql};
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum State {
-    ReadHead,
-    Draw { head: u64 },
-    Insert { version: u64 },
-    ReadBack { version: u64 },
-    Done(Result<u64, AllocateError>),
-}
+/// Where an allocation is: a head version to skip above while drawing,
+/// a version while claiming it.
+type State = PhaseOf<Allocate>;
 
 /// Allocates one catalog version. Outcome: the version, owned by
 /// `claim_id` alone, or why not.
@@ -43,13 +39,37 @@ impl Allocate {
             cfg,
             claim_id,
             attempt: 0,
-            state: State::ReadHead,
+            state: Phase::ReadHead,
         }
     }
 
     /// The claim id this allocation writes.
     pub fn claim_id(&self) -> Uuid {
         self.claim_id
+    }
+}
+
+impl Claimant for Allocate {
+    type Head = u64;
+    type Slot = u64;
+    type Outcome = Result<u64, AllocateError>;
+    const READ_HEAD: &'static str = "allocate.read_head";
+    const READ_CLAIMS: &'static str = "allocate.read_claims";
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn read_head(&self) -> Statement {
+        sql::read_head(&self.tables)
+    }
+
+    fn insert_claim(&self, version: &u64) -> Statement {
+        sql::insert_claim(&self.tables, *version, self.claim_id)
+    }
+
+    fn read_claims(&self, version: &u64) -> Statement {
+        sql::read_claims(&self.tables, *version)
     }
 
     fn on_head(&self, rows: &Rows) -> State {
@@ -61,8 +81,8 @@ impl Allocate {
             ))),
         };
         match head {
-            Ok(head) => State::Draw { head },
-            Err(bad) => State::Done(Err(AllocateError::Malformed {
+            Ok(head) => Phase::Draw(head),
+            Err(bad) => Phase::Done(Err(AllocateError::Malformed {
                 statement: "allocate.read_head",
                 detail: bad.0,
             })),
@@ -77,7 +97,7 @@ impl Allocate {
                     ids.insert(id);
                 }
                 Err(bad) => {
-                    return State::Done(Err(AllocateError::Malformed {
+                    return Phase::Done(Err(AllocateError::Malformed {
                         statement: "allocate.read_claims",
                         detail: bad.0,
                     }));
@@ -85,63 +105,35 @@ impl Allocate {
             }
         }
         if ids.len() == 1 && ids.contains(&self.claim_id) {
-            return State::Done(Ok(version));
+            return Phase::Done(Ok(version));
         }
         self.attempt += 1;
         if self.attempt >= self.cfg.max_allocate_attempts() {
-            State::Done(Err(AllocateError::Exhausted {
+            Phase::Done(Err(AllocateError::Exhausted {
                 attempts: self.attempt,
                 last_version: version,
             }))
         } else {
-            State::ReadHead
+            Phase::ReadHead
         }
     }
 
-    /// The state after `state` handles `input`.
-    fn next(&mut self, state: State, input: Input) -> State {
-        let window = jitter_window(self.attempt);
-        match (state, input) {
-            (done @ State::Done(_), _) => done,
-            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
-            (State::ReadHead, Input::Failed(failure)) => {
-                State::Done(Err(AllocateError::Statement {
-                    statement: "allocate.read_head",
-                    failure,
-                }))
-            }
-            (State::Draw { head }, Input::Drawn(skip)) if skip < window => {
-                match head.checked_add(1 + skip) {
-                    Some(version) => State::Insert { version },
-                    None => State::Done(Err(AllocateError::Malformed {
-                        statement: "allocate.read_head",
-                        detail: format!("head {head} leaves no version above it"),
-                    })),
-                }
-            }
-            // A failed claim INSERT may still land: the read-back decides.
-            (State::Insert { version }, Input::Rows(_) | Input::Failed(_)) => {
-                State::ReadBack { version }
-            }
-            (State::ReadBack { version }, Input::Rows(rows)) => self.on_read_back(version, &rows),
-            (State::ReadBack { .. }, Input::Failed(failure)) => {
-                State::Done(Err(AllocateError::Statement {
-                    statement: "allocate.read_claims",
-                    failure,
-                }))
-            }
-            (State::Draw { .. }, input) => State::Done(Err(AllocateError::UnexpectedInput {
-                expected: "a draw within the jitter window",
-                got: input.describe(),
-            })),
-            (
-                State::ReadHead | State::Insert { .. } | State::ReadBack { .. },
-                input @ Input::Drawn(_),
-            ) => State::Done(Err(AllocateError::UnexpectedInput {
-                expected: "rows or a failure",
-                got: input.describe(),
+    fn above(&self, head: u64, skip: u64) -> State {
+        match head.checked_add(1 + skip) {
+            Some(version) => Phase::Insert(version),
+            None => Phase::Done(Err(AllocateError::Malformed {
+                statement: "allocate.read_head",
+                detail: format!("head {head} leaves no version above it"),
             })),
         }
+    }
+
+    fn failed(statement: &'static str, failure: Failure) -> Self::Outcome {
+        Err(AllocateError::Statement { statement, failure })
+    }
+
+    fn unexpected(expected: &'static str, got: &'static str) -> Self::Outcome {
+        Err(AllocateError::UnexpectedInput { expected, got })
     }
 }
 
@@ -149,23 +141,13 @@ impl Machine for Allocate {
     type Outcome = Result<u64, AllocateError>;
 
     fn poll(&mut self) -> Step<Self::Outcome> {
-        match &self.state {
-            State::ReadHead => Step::Execute(sql::read_head(&self.tables)),
-            State::Draw { .. } => Step::Draw {
-                below: jitter_window(self.attempt),
-            },
-            State::Insert { version } => {
-                Step::Execute(sql::insert_claim(&self.tables, *version, self.claim_id))
-            }
-            State::ReadBack { version } => Step::Execute(sql::read_claims(&self.tables, *version)),
-            State::Done(outcome) => Step::Done(outcome.clone()),
-        }
+        sole_claim::poll(self, &self.state)
     }
 
     fn handle(&mut self, input: Input) {
         // The state is consumed by value and the transition names the next
         // one; `ReadHead` only holds the slot while it runs.
-        let state = std::mem::replace(&mut self.state, State::ReadHead);
-        self.state = self.next(state, input);
+        let state = std::mem::replace(&mut self.state, Phase::ReadHead);
+        self.state = sole_claim::next(self, state, input);
     }
 }

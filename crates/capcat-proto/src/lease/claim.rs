@@ -4,10 +4,11 @@ use std::collections::BTreeSet;
 
 use uuid::Uuid;
 
-use crate::config::{Config, jitter_window};
+use crate::config::Config;
 use crate::decode::{BadRow, bool_at, string_at, u64_at, uuid_at};
-use crate::machine::{Input, Machine, Step};
-use crate::statement::Rows;
+use crate::machine::{Failure, Input, Machine, Step};
+use crate::sole_claim::{self, Claimant, Phase, PhaseOf};
+use crate::statement::{Rows, Statement};
 use crate::tables::Tables;
 
 use super::{Lease, LeaseError, LeaseHead, sql};
@@ -23,15 +24,23 @@ pub enum ClaimMode {
     Renew,
 }
 
-/// Where the claim machine is.
+/// What a head read hands the draw: the term to claim above, and the
+/// lease id the claim carries.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum State {
-    ReadHead,
-    Draw { head_term: u64, lease_id: Uuid },
-    Insert { term: u64, lease_id: Uuid },
-    ReadBack { term: u64, lease_id: Uuid },
-    Done(Result<Lease, LeaseError>),
+pub(crate) struct Above {
+    head_term: u64,
+    lease_id: Uuid,
 }
+
+/// The term a claim is for, under the lease id it carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TermClaim {
+    term: u64,
+    lease_id: Uuid,
+}
+
+/// Where the claim machine is.
+type State = PhaseOf<LeaseClaim>;
 
 /// The lease claim machine. Outcome: the lease now held, or why not.
 ///
@@ -71,7 +80,7 @@ impl LeaseClaim {
             held,
             fresh_lease_id,
             attempt: 0,
-            state: State::ReadHead,
+            state: Phase::ReadHead,
         }
     }
 
@@ -87,7 +96,7 @@ impl LeaseClaim {
             fresh_lease_id: lease.lease_id,
             held: Some(lease),
             attempt: 0,
-            state: State::ReadHead,
+            state: Phase::ReadHead,
         }
     }
 
@@ -102,10 +111,52 @@ impl LeaseClaim {
     }
 
     fn malformed(statement: &'static str, bad: BadRow) -> State {
-        State::Done(Err(LeaseError::Malformed {
+        Phase::Done(Err(LeaseError::Malformed {
             statement,
             detail: bad.0,
         }))
+    }
+
+    fn retry(&mut self, last_term: u64) -> State {
+        self.attempt += 1;
+        if self.attempt >= self.cfg.max_claim_attempts() {
+            Phase::Done(Err(LeaseError::Contested {
+                attempts: self.attempt,
+                last_term,
+            }))
+        } else {
+            Phase::ReadHead
+        }
+    }
+}
+
+impl Claimant for LeaseClaim {
+    type Head = Above;
+    type Slot = TermClaim;
+    type Outcome = Result<Lease, LeaseError>;
+    const READ_HEAD: &'static str = "lease.read_head";
+    const READ_CLAIMS: &'static str = "lease.read_claims";
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn read_head(&self) -> Statement {
+        sql::read_head(&self.tables)
+    }
+
+    fn insert_claim(&self, slot: &TermClaim) -> Statement {
+        sql::insert_claim(
+            &self.tables,
+            slot.term,
+            slot.lease_id,
+            &self.holder,
+            self.cfg.lease_ttl_ns(),
+        )
+    }
+
+    fn read_claims(&self, slot: &TermClaim) -> Statement {
+        sql::read_claims(&self.tables, slot.term, slot.lease_id)
     }
 
     fn on_head(&self, rows: &Rows) -> State {
@@ -131,7 +182,7 @@ impl LeaseClaim {
             ClaimMode::Renew => {
                 if !ours {
                     let lease_id = own_id.unwrap_or(self.fresh_lease_id);
-                    return State::Done(Err(LeaseError::NotHeld { lease_id, head }));
+                    return Phase::Done(Err(LeaseError::NotHeld { lease_id, head }));
                 }
             }
             ClaimMode::Acquire => {
@@ -147,7 +198,7 @@ impl LeaseClaim {
                 // against it (`OneLiveLease`).
                 let held = |h: &LeaseHead| h.term_live && !own(h.lease_id);
                 if let Some(h) = head.as_ref().filter(|h| !ours && held(h)) {
-                    return State::Done(Err(LeaseError::Held {
+                    return Phase::Done(Err(LeaseError::Held {
                         holder: h.holder.clone(),
                         lease_id: h.lease_id,
                         term: h.term,
@@ -167,13 +218,14 @@ impl LeaseClaim {
             .filter(|h| own(h.lease_id) && h.expires_at_ns != 0)
             .map(|h| h.lease_id);
         let lease_id = reuse.unwrap_or(self.fresh_lease_id);
-        State::Draw {
+        Phase::Draw(Above {
             head_term,
             lease_id,
-        }
+        })
     }
 
-    fn on_read_back(&mut self, term: u64, lease_id: Uuid, rows: &Rows) -> State {
+    fn on_read_back(&mut self, slot: TermClaim, rows: &Rows) -> State {
+        let TermClaim { term, lease_id } = slot;
         let mut ids = BTreeSet::new();
         let mut expiry = None;
         for row in &rows.0 {
@@ -207,7 +259,7 @@ impl LeaseClaim {
                 if lease.claimed_at_ns(self.cfg.lease_ttl_ns()) > carried {
                     lease.unsettled_until_ns = 0;
                 }
-                State::Done(Ok(lease))
+                Phase::Done(Ok(lease))
             }
             // Contested (or our row never landed): abandon the term and go
             // round again, from a fresh head read, with a wider jitter window.
@@ -215,67 +267,26 @@ impl LeaseClaim {
         }
     }
 
-    fn retry(&mut self, last_term: u64) -> State {
-        self.attempt += 1;
-        if self.attempt >= self.cfg.max_claim_attempts() {
-            State::Done(Err(LeaseError::Contested {
-                attempts: self.attempt,
-                last_term,
-            }))
-        } else {
-            State::ReadHead
+    fn above(&self, head: Above, skip: u64) -> State {
+        let Above {
+            head_term,
+            lease_id,
+        } = head;
+        match head_term.checked_add(1 + skip) {
+            Some(term) => Phase::Insert(TermClaim { term, lease_id }),
+            None => Phase::Done(Err(LeaseError::Malformed {
+                statement: "lease.read_head",
+                detail: format!("head term {head_term} leaves no term above it"),
+            })),
         }
     }
 
-    /// The state after `state` handles `input`.
-    fn next(&mut self, state: State, input: Input) -> State {
-        let window = jitter_window(self.attempt);
-        match (state, input) {
-            (done @ State::Done(_), _) => done,
-            (State::ReadHead, Input::Rows(rows)) => self.on_head(&rows),
-            (State::ReadHead, Input::Failed(failure)) => State::Done(Err(LeaseError::Statement {
-                statement: "lease.read_head",
-                failure,
-            })),
-            (
-                State::Draw {
-                    head_term,
-                    lease_id,
-                },
-                Input::Drawn(skip),
-            ) if skip < window => match head_term.checked_add(1 + skip) {
-                Some(term) => State::Insert { term, lease_id },
-                None => State::Done(Err(LeaseError::Malformed {
-                    statement: "lease.read_head",
-                    detail: format!("head term {head_term} leaves no term above it"),
-                })),
-            },
-            // A claim whose INSERT failed may still have landed: the
-            // read-back decides, exactly as it does for one that succeeded.
-            (State::Insert { term, lease_id }, Input::Rows(_) | Input::Failed(_)) => {
-                State::ReadBack { term, lease_id }
-            }
-            (State::ReadBack { term, lease_id }, Input::Rows(rows)) => {
-                self.on_read_back(term, lease_id, &rows)
-            }
-            (State::ReadBack { .. }, Input::Failed(failure)) => {
-                State::Done(Err(LeaseError::Statement {
-                    statement: "lease.read_claims",
-                    failure,
-                }))
-            }
-            (State::Draw { .. }, input) => State::Done(Err(LeaseError::UnexpectedInput {
-                expected: "a draw within the jitter window",
-                got: input.describe(),
-            })),
-            (
-                State::ReadHead | State::Insert { .. } | State::ReadBack { .. },
-                input @ Input::Drawn(_),
-            ) => State::Done(Err(LeaseError::UnexpectedInput {
-                expected: "rows or a failure",
-                got: input.describe(),
-            })),
-        }
+    fn failed(statement: &'static str, failure: Failure) -> Self::Outcome {
+        Err(LeaseError::Statement { statement, failure })
+    }
+
+    fn unexpected(expected: &'static str, got: &'static str) -> Self::Outcome {
+        Err(LeaseError::UnexpectedInput { expected, got })
     }
 }
 
@@ -308,29 +319,13 @@ impl Machine for LeaseClaim {
     type Outcome = Result<Lease, LeaseError>;
 
     fn poll(&mut self) -> Step<Self::Outcome> {
-        match &self.state {
-            State::ReadHead => Step::Execute(sql::read_head(&self.tables)),
-            State::Draw { .. } => Step::Draw {
-                below: jitter_window(self.attempt),
-            },
-            State::Insert { term, lease_id } => Step::Execute(sql::insert_claim(
-                &self.tables,
-                *term,
-                *lease_id,
-                &self.holder,
-                self.cfg.lease_ttl_ns(),
-            )),
-            State::ReadBack { term, lease_id } => {
-                Step::Execute(sql::read_claims(&self.tables, *term, *lease_id))
-            }
-            State::Done(outcome) => Step::Done(outcome.clone()),
-        }
+        sole_claim::poll(self, &self.state)
     }
 
     fn handle(&mut self, input: Input) {
         // The state is consumed by value and the transition names the next
         // one; `ReadHead` only holds the slot while it runs.
-        let state = std::mem::replace(&mut self.state, State::ReadHead);
-        self.state = self.next(state, input);
+        let state = std::mem::replace(&mut self.state, Phase::ReadHead);
+        self.state = sole_claim::next(self, state, input);
     }
 }
