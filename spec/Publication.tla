@@ -6,7 +6,7 @@
 (* per-attempt publish_id read back to classify the outcome, membership   *)
 (* by (index_version, publish_id) pairing between the snapshot manifest   *)
 (* and the watermark log, the indexer's inventory, and readers that pin   *)
-(* a watermark W and re-read.                                             *)
+(* a pinned version W and re-read.                                        *)
 (*                                                                         *)
 (* Names: every action in Next and every invariant and property listed in *)
 (* Publication.cfg is spelled exactly as in model-check/src/names.rs      *)
@@ -86,7 +86,7 @@ Designs == {"Shipped", "BarrierOnly", "PostWriteCheck", "TwoSubqueryFence",
             "UnfencedRelease", "FreshLeaseIdOnReacquire", "NoExecutionCap",
             "CapAtLeastTtl", "InventoryBeforePublish",
             "ContestedTermTakenAtOnce", "MarginlessFence", "OwnTermReadBack",
-            "RowsAboveWatermark", "LeaseIdFence", "NoSettleAfterTimeout",
+            "RowsAbovePinned", "LeaseIdFence", "NoSettleAfterTimeout",
             "UnpublishedRowsResolve"}
 
 ASSUME /\ Design \in Designs
@@ -114,7 +114,7 @@ VARIABLES
     nextId,       \* the next fresh id
     crashes,      \* crashes so far
     foreign,      \* out-of-protocol rows so far
-    foreignWm,    \* an out-of-protocol watermark row was written
+    foreignWm,    \* an out-of-protocol commit row was written
     reports,      \* history: every publish outcome a publisher reported
     owners,       \* history: every version a publisher read back as its own
     fencedLanded, \* history: a fenced-out statement landed rows
@@ -135,12 +135,12 @@ Times == 0..MaxTime
 \* "claim" and "vclaim": a lease claim and a version claim in flight (only
 \* with LateClaims).
 ClaimKinds == {"claim", "vclaim"}
-Kinds == {"manifest", "watermark", "release"} \cup ClaimKinds
+Kinds == {"manifest", "commit", "release"} \cup ClaimKinds
 Outcomes == {"Won", "LostRace", "Conflict", "LeaseLost"}
 Pcs == {"idle", "lease_claim", "lease_claim_wait", "lease_readback",
         "alloc_head", "alloc_claim", "alloc_claim_wait", "alloc_readback",
         "early_inventory", "renew", "manifest",
-        "manifest_wait", "watermark", "watermark_wait", "readback",
+        "manifest_wait", "commit", "commit_wait", "readback",
         "inventory", "done", "release_wait", "released", "exhausted"}
 \* "lease_claim_wait", "alloc_claim_wait": waiting on a claim in flight
 \* (only with LateClaims).
@@ -198,30 +198,30 @@ NamesHead(s) == IF Design = "LeaseIdFence" THEN Head.lid = s.lid
                      /\ Head.exp = s.rexp
 FencePasses(s) == HasHead /\ NamesHead(s) /\ Head.exp > now + Margin
 \* capcat_proto's VERSION_BARRIER: ifNull(max(index_version), 0) < V.
-MaxWatermark == Max({w.v : w \in watermark})
-BarrierTrue(v) == MaxWatermark < v
+PublishedHead == Max({w.v : w \in watermark})
+BarrierTrue(v) == PublishedHead < v
 
-HasBarrier(kind) == kind \in {"manifest", "watermark"}
+HasBarrier(kind) == kind \in {"manifest", "commit"}
                     /\ Design # "PostWriteCheck"
 HasFence(kind) ==
-    \/ kind \in {"manifest", "watermark"}
+    \/ kind \in {"manifest", "commit"}
        /\ Design \notin {"BarrierOnly", "PostWriteCheck"}
     \/ kind = "release" /\ Design # "UnfencedRelease"
 
-\* A manifest row is admitted when a watermark row pairs with it at or
+\* A manifest row is admitted when a commit row pairs with it at or
 \* below W: on (index_version, publish_id), or on the version alone in the
 \* rejected design.
 Pairs(m, w) == /\ m.v = w.v
                /\ (Design = "MembershipOnVersionAlone" \/ m.pid = w.pid)
 Members(W) == {m.pack : m \in {m2 \in manifest :
                    \E w \in watermark : w.v <= W /\ Pairs(m2, w)}}
-Visible(pack) == pack \in Members(MaxWatermark)
+Visible(pack) == pack \in Members(PublishedHead)
 \* What a pinned read at W returns: per member pack, the version of the
 \* descriptor row argMax resolves to, among rows of a version PUBLISHED at
-\* or below W (capcat_proto's pinned_rows). The rejected RowsAboveWatermark
+\* or below W (capcat_proto's pinned_rows). The rejected RowsAbovePinned
 \* admits any row; the rejected UnpublishedRowsResolve any row at or below
 \* W, published or not.
-RowBound(v, W) == CASE Design = "RowsAboveWatermark"     -> TRUE
+RowBound(v, W) == CASE Design = "RowsAbovePinned"     -> TRUE
                   []   Design = "UnpublishedRowsResolve" -> v <= W
                   []   OTHER -> v <= W /\ \E w \in watermark : w.v = v
 Resolved(W) == {[pack |-> k,
@@ -578,12 +578,12 @@ IssueManifest(p) ==
                    crashes, foreign, foreignWm, reports, owners, fencedLanded, usurped,
                    selfLockout>>
 
-(* Publish, step 2: issue the watermark INSERT ... SELECT with the same  *)
+(* Publish, step 2: issue the commit-row INSERT ... SELECT with the same *)
 (* publish_id and the same guard. Mirrors capcat_proto::publish.           *)
-IssueWatermark(p) ==
-    /\ pub[p].pc = "watermark"
-    /\ inflight' = inflight \cup {Statement(p, "watermark", pub[p].pid)}
-    /\ pub' = [pub EXCEPT ![p].pc = "watermark_wait"]
+IssueCommitRow(p) ==
+    /\ pub[p].pc = "commit"
+    /\ inflight' = inflight \cup {Statement(p, "commit", pub[p].pid)}
+    /\ pub' = [pub EXCEPT ![p].pc = "commit_wait"]
     /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory, rd,
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
@@ -614,8 +614,8 @@ EvaluateGuard(s) ==
                            !.start = IF s.phase = "issued" THEN now ELSE s.start,
                            !.pass = barrier /\ (~HasFence(s.kind)
                                                 \/ FencePasses(s))
-                                    \* MANIFEST_COMPLETE on the watermark.
-                                    /\ (s.kind # "watermark"
+                                    \* MANIFEST_COMPLETE on the commit row.
+                                    /\ (s.kind # "commit"
                                         \/ \E m \in manifest :
                                                m.v = s.v /\ m.pid = s.pid),
                            !.fenceOk = FenceTrue(s.lid),
@@ -636,7 +636,7 @@ EvaluateGuard(s) ==
 \* Timeout (killed); a crashed incarnation, or a client that already gave
 \* up on the statement, learns nothing. A Timeout leaves the statement's
 \* effect unknown: it may land until the expiry of the row it named, which
-\* the settle rule records in `unsettled`. A manifest or watermark told
+\* the settle rule records in `unsettled`. A manifest or commit row told
 \* Timeout fails the pass (capcat_proto::publish ends with the statement
 \* error; the index pass fails); a release told Timeout keeps the lease.
 \* A claim (LateClaims) is never killed; its client, told of its landing,
@@ -662,7 +662,7 @@ Complete(s, killed) ==
                                                  THEN @ + 1 ELSE @,
                                    ![p].unsettled = Unsettle(p, s)]
        ELSE pub' = [pub EXCEPT ![p].pc = IF s.kind = "manifest"
-                                         THEN "watermark" ELSE "readback"]
+                                         THEN "commit" ELSE "readback"]
 
 (* The engine lands an evaluated statement's rows (none if its guard was *)
 (* false), possibly long after the evaluation: a claim (LateClaims) lands *)
@@ -677,7 +677,7 @@ LandRows(s) ==
                    THEN manifest \cup {[v |-> s.v, pid |-> s.pid,
                                         pack |-> s.owner]}
                    ELSE manifest
-    /\ watermark' = IF s.pass /\ s.kind = "watermark"
+    /\ watermark' = IF s.pass /\ s.kind = "commit"
                     THEN watermark \cup {[v |-> s.v, pid |-> s.pid]}
                     ELSE watermark
     /\ CASE s.pass /\ s.kind = "release" ->
@@ -713,7 +713,7 @@ KillAtCap(s) ==
                    nextId, crashes, foreign, foreignWm, reports, owners, fencedLanded,
                    usurped, selfLockout>>
 
-(* Publish, step 3: read back the watermark rows at V and classify.      *)
+(* Publish, step 3: read back the commit rows at V and classify.         *)
 (* Shipped: mine alone is Won, mine beside a foreign row is Conflict,     *)
 (* mine absent is LostRace, or LeaseLost when the head is not this lease. *)
 (* Mirrors capcat_proto::publish.                                          *)
@@ -727,7 +727,7 @@ ReadBackPublish(p) ==
         outcome == CASE Design = "CountOnlyReadBack" ->
                             IF atV # {} THEN "Won" ELSE absent
                    []   Design = "PostWriteCheck" ->
-                            IF mine /\ MaxWatermark = l.v THEN "Won"
+                            IF mine /\ PublishedHead = l.v THEN "Won"
                             ELSE "LostRace"
                    []   OTHER ->
                             IF mine /\ ~alien THEN "Won"
@@ -778,13 +778,13 @@ IssueRelease(p) ==
 
 (* A reader pins W = max(index_version) and remembers the snapshot's     *)
 (* members. Mirrors capcat_proto::reader (pin W).                          *)
-PinWatermark(r) ==
+PinSnapshot(r) ==
     /\ ~rd[r].pinned
-    /\ rd' = [rd EXCEPT ![r] = [pinned |-> TRUE, w |-> MaxWatermark,
-                                members |-> Members(MaxWatermark),
-                                reread |-> Members(MaxWatermark),
-                                rows |-> Resolved(MaxWatermark),
-                                rereadRows |-> Resolved(MaxWatermark)]]
+    /\ rd' = [rd EXCEPT ![r] = [pinned |-> TRUE, w |-> PublishedHead,
+                                members |-> Members(PublishedHead),
+                                reread |-> Members(PublishedHead),
+                                rows |-> Resolved(PublishedHead),
+                                rereadRows |-> Resolved(PublishedHead)]]
     /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
                    inflight, pub, nextId, crashes, foreign, foreignWm, reports, owners,
                    fencedLanded, usurped, selfLockout>>
@@ -834,7 +834,7 @@ AbandonStatement(s) ==
                    usurped, selfLockout>>
 
 (* An out-of-protocol writer (an operator's INSERT, a second build       *)
-(* sharing the prefix) appends one manifest or watermark row with its own *)
+(* sharing the prefix) appends one manifest or commit row with its own    *)
 (* publish_id. Environment only: no capcat-proto machine.                 *)
 ForeignInsert ==
     /\ foreign < MaxForeign
@@ -857,7 +857,7 @@ ForeignInsert ==
 PublisherStep(p) ==
     \/ ReadLeaseHead(p) \/ ClaimLease(p) \/ ReadBackLease(p)
     \/ ReadVersionHead(p) \/ ClaimVersion(p) \/ ReadBackVersion(p)
-    \/ IssueManifest(p) \/ IssueWatermark(p) \/ ReadBackPublish(p)
+    \/ IssueManifest(p) \/ IssueCommitRow(p) \/ ReadBackPublish(p)
     \/ WriteInventory(p)
 
 Next ==
@@ -865,11 +865,11 @@ Next ==
     \/ \E p \in Publishers :
           \/ ReadLeaseHead(p) \/ ClaimLease(p) \/ ReadBackLease(p)
           \/ ReadVersionHead(p) \/ ClaimVersion(p) \/ ReadBackVersion(p)
-          \/ IssueManifest(p) \/ IssueWatermark(p) \/ ReadBackPublish(p)
+          \/ IssueManifest(p) \/ IssueCommitRow(p) \/ ReadBackPublish(p)
           \/ WriteInventory(p) \/ IssueRelease(p) \/ CrashRestart(p)
     \/ \E s \in inflight : EvaluateGuard(s) \/ LandRows(s) \/ KillAtCap(s)
                             \/ AbandonStatement(s)
-    \/ \E r \in Readers : PinWatermark(r) \/ ReReadSnapshot(r)
+    \/ \E r \in Readers : PinSnapshot(r) \/ ReReadSnapshot(r)
     \/ ForeignInsert
 
 \* The engine's statement steps, claims' included (fair in Spec);
@@ -885,7 +885,7 @@ Spec == /\ Init /\ [][Next]_vars
 -----------------------------------------------------------------------------
 (* Once a reader has seen W, the packs admitted at or below W never      *)
 (* change: neither now nor on its re-read. The promise is made to runs    *)
-(* in which every watermark row went through the fence: a watermark row   *)
+(* in which every commit row went through the fence: a commit row         *)
 (* written outside the protocol can raise W while a fenced publish is     *)
 (* between its guard and its rows, and nothing in the catalog can stop    *)
 (* that (foreign manifest rows stay covered).                             *)
@@ -908,7 +908,7 @@ PinnedReadsNeverChange ==
 (* lands no row.                                                           *)
 FencedOutWritesNothing == ~fencedLanded
 
-(* Won only when the attempt's watermark row and its manifest row stand   *)
+(* Won only when the attempt's commit row and its manifest row stand      *)
 (* and pair; LostRace (and LeaseLost) only when nothing the attempt wrote *)
 (* is visible.                                                              *)
 ReportedMeansVisible ==

@@ -34,7 +34,7 @@ options (Publication): --variant NAME --publishers N --ticks N --crashes N --cra
   --packs N (packs per pass, one manifest chunk each) --rounds N (lease acquisitions per incarnation)
   --liveness --threads N --stop-at-first --dfs --strip-fence (the mutation guard: publish
   statements rebuilt without the fence text through capcat-proto's hook)
-  --strip-manifest-check (the watermark sent without MANIFEST_COMPLETE)
+  --strip-manifest-check (the commit row sent without MANIFEST_COMPLETE)
 options (DemandFold): --variant NAME --redeliveries N";
 
 /// A usage error, printed with the usage text.

@@ -61,9 +61,9 @@ pub mod publication {
     /// `VERSION_BARRIER AND LEASE_FENCE`, with a fresh publish_id.
     /// Mirrors `capcat_proto::publish`.
     pub const ISSUE_MANIFEST: &str = "IssueManifest";
-    /// Publish: issue the watermark `INSERT ... SELECT` with the same
+    /// Publish: issue the commit-row `INSERT ... SELECT` with the same
     /// publish_id and guard. Mirrors `capcat_proto::publish`.
-    pub const ISSUE_WATERMARK: &str = "IssueWatermark";
+    pub const ISSUE_COMMIT_ROW: &str = "IssueCommitRow";
     /// The engine starts an in-flight statement and evaluates its SELECT:
     /// its WHERE clause (the guards found in its SQL text) and, for a late
     /// claim, the server-clock stamp of its row. The two-subquery fence
@@ -81,7 +81,7 @@ pub mod publication {
     /// stamped by the server clock and land, with no client. Environment
     /// (the driver); the claim machines read back either way.
     pub const ABANDON_STATEMENT: &str = "AbandonStatement";
-    /// Publish: read back the watermark rows at V and classify the attempt
+    /// Publish: read back the commit rows at V and classify the attempt
     /// as Won, Conflict, LostRace or LeaseLost. Mirrors
     /// `capcat_proto::publish`.
     pub const READ_BACK_PUBLISH: &str = "ReadBackPublish";
@@ -94,7 +94,7 @@ pub mod publication {
     pub const ISSUE_RELEASE: &str = "IssueRelease";
     /// A reader pins W = max(index_version) and records the snapshot's
     /// members. Mirrors `capcat_proto::reader`.
-    pub const PIN_WATERMARK: &str = "PinWatermark";
+    pub const PIN_SNAPSHOT: &str = "PinSnapshot";
     /// A reader re-reads its pinned snapshot (next page, cursor).
     /// Mirrors `capcat_proto::reader`.
     pub const RE_READ_SNAPSHOT: &str = "ReReadSnapshot";
@@ -103,7 +103,7 @@ pub mod publication {
     /// `capcat_proto::index`).
     pub const CRASH_RESTART: &str = "CrashRestart";
     /// An out-of-protocol writer (an operator, a second build sharing the
-    /// prefix) appends one manifest or watermark row. Environment.
+    /// prefix) appends one manifest or commit row. Environment.
     pub const FOREIGN_INSERT: &str = "ForeignInsert";
 
     /// Every action, in the order `Next` lists them.
@@ -116,7 +116,7 @@ pub mod publication {
         CLAIM_VERSION,
         READ_BACK_VERSION,
         ISSUE_MANIFEST,
-        ISSUE_WATERMARK,
+        ISSUE_COMMIT_ROW,
         READ_BACK_PUBLISH,
         WRITE_INVENTORY,
         ISSUE_RELEASE,
@@ -125,21 +125,21 @@ pub mod publication {
         LAND_ROWS,
         KILL_AT_CAP,
         ABANDON_STATEMENT,
-        PIN_WATERMARK,
+        PIN_SNAPSHOT,
         RE_READ_SNAPSHOT,
         FOREIGN_INSERT,
     ];
 
     /// Once a reader has seen W, the packs admitted at or below W never
     /// change (checked now and on the reader's re-read). Promised to runs
-    /// in which every watermark row went through the fence: an
-    /// out-of-protocol watermark row can raise W while a fenced publish is
+    /// in which every commit row went through the fence: an
+    /// out-of-protocol commit row can raise W while a fenced publish is
     /// between its guard and its rows (foreign manifest rows stay covered).
     pub const PINNED_SNAPSHOT_NEVER_GROWS: &str = "PinnedSnapshotNeverGrows";
     /// A statement whose lease was not the live head when its guard was
     /// read lands no row (`LEASE_FENCE` in `capcat_proto`'s statements).
     pub const FENCED_OUT_WRITES_NOTHING: &str = "FencedOutWritesNothing";
-    /// `Won` only when the attempt's watermark row and manifest rows stand
+    /// `Won` only when the attempt's commit row and manifest rows stand
     /// and pair; `LostRace`/`LeaseLost` only when nothing it wrote is
     /// visible (`capcat_proto::publish`'s read-back).
     pub const REPORTED_MEANS_VISIBLE: &str = "ReportedMeansVisible";
@@ -193,7 +193,7 @@ pub mod publication {
     /// Rejected: the read-back counts rows at V instead of finding its own
     /// publish_id. Breaks `ReportedMeansVisible`.
     pub const COUNT_ONLY_READ_BACK: &str = "CountOnlyReadBack";
-    /// Rejected: membership pairs manifest and watermark on the version
+    /// Rejected: membership pairs manifest and commit rows on the version
     /// alone, without publish_id. Breaks `ReportedMeansVisible` (a foreign
     /// row at V admits a lost attempt's rows) and `PinnedSnapshotNeverGrows`
     /// (a foreign manifest row at a published V joins the snapshot).
@@ -231,7 +231,7 @@ pub mod publication {
     /// Rejected: a pinned read bounds membership by W but not the rows it
     /// resolves, so a pack re-indexed above W changes what the read returns.
     /// Breaks `PinnedReadsNeverChange`.
-    pub const ROWS_ABOVE_WATERMARK: &str = "RowsAboveWatermark";
+    pub const ROWS_ABOVE_PINNED: &str = "RowsAbovePinned";
     /// Rejected (this project's fence before the exact-row fence): the fence
     /// names the lease id but not the row, so every renewal extends the
     /// window of a statement sent before it; one the server starts late,
@@ -266,7 +266,7 @@ pub mod publication {
         CONTESTED_TERM_TAKEN_AT_ONCE,
         MARGINLESS_FENCE,
         OWN_TERM_READ_BACK,
-        ROWS_ABOVE_WATERMARK,
+        ROWS_ABOVE_PINNED,
         LEASE_ID_FENCE,
         NO_SETTLE_AFTER_TIMEOUT,
         UNPUBLISHED_ROWS_RESOLVE,

@@ -112,8 +112,8 @@ fn violations() -> Vec<(Design, ModelConfig, &'static str)> {
             n::ONE_LIVE_LEASE,
         ),
         (
-            Design::RowsAboveWatermark,
-            hazard(Design::RowsAboveWatermark),
+            Design::RowsAbovePinned,
+            hazard(Design::RowsAbovePinned),
             n::PINNED_READS_NEVER_CHANGE,
         ),
         (

@@ -106,7 +106,7 @@ fn a_late_release_tombstone_over_a_new_holders_term_holds() {
 }
 
 /// Passes that run again under the same lease after a failure: a
-/// watermark told it timed out may start later, and the holder publishes
+/// commit row told it timed out may start later, and the holder publishes
 /// another batch once its renewal proves the abandoned statement dead.
 #[test]
 fn shipped_design_holds_with_passes_that_run_again_after_a_timeout() {
@@ -141,8 +141,8 @@ fn shipped_design_holds_with_two_manifest_chunks_per_publish() {
 /// `MANIFEST_COMPLETE` is implied by the exact-row fence: along one
 /// client's statements the fence is monotone (the head only rises in the
 /// lease order and the clock only advances, so once it refuses a chunk it
-/// refuses the watermark too), and the design without it holds with two
-/// chunks. It stays in the watermark as a check the server makes instead
+/// refuses the commit row too), and the design without it holds with two
+/// chunks. It stays in the commit row as a check the server makes instead
 /// of an argument (docs/model-checking.md). This test pins that finding:
 /// it turns red if a schedule is found in which the guard is what keeps
 /// a property.
@@ -162,7 +162,7 @@ fn the_manifest_check_is_implied_by_the_exact_row_fence_with_two_chunks() {
         expires_at_ns: 2_000_000_000,
         unsettled_until_ns: 0,
     };
-    let watermark = capcat_proto::publish::sql::insert_watermark(
+    let commit_row = capcat_proto::publish::sql::insert_commit_row(
         model.tables(),
         model.proto(),
         1,
@@ -171,8 +171,8 @@ fn the_manifest_check_is_implied_by_the_exact_row_fence_with_two_chunks() {
         2,
     );
     let complete = capcat_proto::fragments::manifest_complete(model.tables());
-    assert!(watermark.sql.contains(&complete));
-    assert!(!model.as_sent(watermark).sql.contains(&complete));
+    assert!(commit_row.sql.contains(&complete));
+    assert!(!model.as_sent(commit_row).sql.contains(&complete));
     assert_holds(cfg, 106_296);
 }
 
@@ -316,7 +316,7 @@ fn acquire_taking_a_contested_term_at_once_is_found() {
     );
 }
 
-/// The seed's fence (live now, no margin): a watermark evaluated just
+/// The seed's fence (live now, no margin): a commit row evaluated just
 /// before its lease expired lands after a successor published and the
 /// reader pinned W (counterexample 1 of the relaxed checker).
 #[test]
@@ -342,15 +342,15 @@ fn own_term_read_back_is_found_with_claim_retries() {
 /// A pinned read without `index_version <= W`: a crashed pass re-indexes
 /// its pack above W and the pinned read resolves the new row.
 #[test]
-fn rows_above_the_watermark_are_found() {
+fn rows_above_the_pinned_version_are_found() {
     assert_found(
-        hazard(Design::RowsAboveWatermark),
+        hazard(Design::RowsAbovePinned),
         n::PINNED_READS_NEVER_CHANGE,
         25,
     );
 }
 
-/// The fence on the lease id alone: a watermark told it timed out starts
+/// The fence on the lease id alone: a commit row told it timed out starts
 /// after its holder's renewal proved the settle wait over, passes a fence
 /// that the renewal extended, and lands after the holder published another
 /// batch and the reader pinned it.
@@ -363,16 +363,16 @@ fn a_fence_on_the_lease_id_alone_is_found_with_passes_that_run_again() {
     );
     let steps = trace.join("\n");
     for step in [
-        "KillAtCap publish.insert_watermark of p0",
-        "EvaluateGuard publish.insert_watermark of p0",
-        "PinWatermark",
+        "KillAtCap publish.insert_commit_row of p0",
+        "EvaluateGuard publish.insert_commit_row of p0",
+        "PinSnapshot",
     ] {
         assert!(steps.contains(step), "{step} missing from\n{steps}");
     }
 }
 
 /// A holder that acts at once after a timeout (no settle rule): the
-/// abandoned watermark starts later and lands under a snapshot pinned
+/// abandoned commit row starts later and lands under a snapshot pinned
 /// after the holder's next publish or its release.
 #[test]
 fn acting_at_once_after_a_timeout_is_found_with_late_starts() {
@@ -383,13 +383,13 @@ fn acting_at_once_after_a_timeout_is_found_with_late_starts() {
     );
     let steps = trace.join("\n");
     assert!(
-        steps.contains("KillAtCap publish.insert_watermark of p0"),
+        steps.contains("KillAtCap publish.insert_commit_row of p0"),
         "{steps}"
     );
 }
 
 /// The row bound `index_version <= W` alone: a pass that runs again for a
-/// pack whose watermark landed after its client was told it timed out
+/// pack whose commit row landed after its client was told it timed out
 /// writes rows at a version it never publishes, below a W pinned since.
 #[test]
 fn rows_of_unpublished_versions_are_found() {

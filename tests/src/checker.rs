@@ -3,7 +3,7 @@
 //!
 //! What it can and cannot observe (see docs/model-checking.md):
 //! - `PinnedSnapshotNeverGrows`: exact. Readers re-read the members of
-//!   every watermark they pinned; any change is a violation.
+//!   every version they pinned; any change is a violation.
 //! - `FencedOutWritesNothing`: a lower bound. The engine does not say when
 //!   it evaluated a WHERE clause, so the checker only judges a guarded
 //!   INSERT it can PROVE was fenced out: every lease row of its lease had
@@ -14,10 +14,10 @@
 //! - `ReportedMeansVisible`: exact for every reported `Won` and for every
 //!   lost attempt of a pass whose statements all completed.
 //! - `InventoryOnlyAfterPublish`: exact on the tables (every inventory row
-//!   pairs with a watermark row and a manifest row) and on the records
-//!   (every inventory INSERT was sent after its publish's watermark INSERT
+//!   pairs with a commit row and a manifest row) and on the records
+//!   (every inventory INSERT was sent after its publish's commit-row INSERT
 //!   came back).
-//! - `VersionsUnique`: one publish per version in the watermark, and one
+//! - `VersionsUnique`: one publish per version in the watermark table, and one
 //!   attempt per version among the guarded INSERTs sent.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,9 +39,9 @@ use capcat_proto::fragments::meaning;
 /// passed only this long before the statement was sent.
 const CLOCK_SLACK_NS: u64 = 1_000_000;
 
-/// The most watermarks whose snapshots the checker remembers; beyond it the
+/// The most pinned versions whose snapshots the checker remembers; beyond it the
 /// oldest are forgotten (a bounded memory, never a skipped comparison of a
-/// watermark still remembered).
+/// pinned version still remembered).
 const MAX_REMEMBERED: usize = 4_096;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -126,27 +126,27 @@ impl Checker {
         *lock(&self.verdicts)
     }
 
-    /// How many distinct watermarks readers pinned.
-    pub fn watermarks_seen(&self) -> usize {
+    /// How many distinct versions readers pinned.
+    pub fn commit_rows_seen(&self) -> usize {
         lock(&self.snapshots).len()
     }
 
-    /// The members of `watermark`, read now.
-    pub async fn members_at(&self, watermark: u64) -> Result<BTreeSet<PackRef>, Failure> {
-        members_at(self.transport.as_ref(), &self.tables, watermark).await
+    /// The members at the pinned version `pinned`, read now.
+    pub async fn members_at(&self, pinned: u64) -> Result<BTreeSet<PackRef>, Failure> {
+        members_at(self.transport.as_ref(), &self.tables, pinned).await
     }
 
-    /// `PinnedSnapshotNeverGrows`: `members` were read at `watermark`; the
-    /// first read of a watermark is its snapshot, and every later read must
+    /// `PinnedSnapshotNeverGrows`: `members` were read at `pinned`; the
+    /// first read of a pinned version is its snapshot, and every later read must
     /// equal it.
-    pub fn observe_members(&self, reader: &str, watermark: u64, members: BTreeSet<PackRef>) {
+    pub fn observe_members(&self, reader: &str, pinned: u64, members: BTreeSet<PackRef>) {
         let mut snapshots = lock(&self.snapshots);
-        match snapshots.get(&watermark) {
+        match snapshots.get(&pinned) {
             Some(first) if *first != members => {
                 let grew: Vec<_> = members.difference(first).collect();
                 let shrank: Vec<_> = first.difference(&members).collect();
                 let detail = format!(
-                    "{reader}: the snapshot at W={watermark} changed: added {grew:?}, removed {shrank:?}"
+                    "{reader}: the snapshot at W={pinned} changed: added {grew:?}, removed {shrank:?}"
                 );
                 drop(snapshots);
                 self.violate(names::PINNED_SNAPSHOT_NEVER_GROWS, detail);
@@ -158,17 +158,17 @@ impl Checker {
                 {
                     snapshots.remove(&oldest);
                 }
-                snapshots.insert(watermark, members);
+                snapshots.insert(pinned, members);
             }
         }
     }
 
     /// `PinnedSnapshotNeverGrows` through the reader machine: a lookup at
-    /// `watermark` resolves only captures of member packs, and every id
+    /// `pinned` resolves only captures of member packs, and every id
     /// asked before resolves the same way (found in the same pack, or not
     /// found) every time.
     pub fn observe_lookup(&self, reader: &str, lookup: &Lookup, members: &BTreeSet<PackRef>) {
-        let w = lookup.watermark;
+        let w = lookup.pinned;
         for (id, d) in &lookup.records {
             if !members.contains(&d.pack()) {
                 self.violate(
@@ -214,7 +214,7 @@ impl Checker {
         }
     }
 
-    /// A watermark pinned before, drawn with `rng`.
+    /// A version pinned before, drawn with `rng`.
     pub fn pick_seen(&self, rng: &mut Rng) -> Option<u64> {
         let snapshots = lock(&self.snapshots);
         let n = snapshots.len() as u64;
@@ -249,14 +249,14 @@ impl Checker {
                     names::INVENTORY_ONLY_AFTER_PUBLISH,
                     format!(
                         "inventory holds ({store}, {pack}) at V={version} (publish {publish_id}) \
-                         without its watermark row and manifest row"
+                         without its commit row and manifest row"
                     ),
                 );
             }
         }
-        let watermark_landed: BTreeMap<Uuid, u64> = records
+        let commit_row_landed: BTreeMap<Uuid, u64> = records
             .iter()
-            .filter(|r| r.name == "publish.insert_watermark")
+            .filter(|r| r.name == "publish.insert_commit_row")
             .filter_map(|r| Some((r.uuid_param("publish_id")?, r.ended_ok()?)))
             .collect();
         for r in records
@@ -266,7 +266,7 @@ impl Checker {
             let Some(publish_id) = r.uuid_param("publish_id") else {
                 continue;
             };
-            let after = watermark_landed
+            let after = commit_row_landed
                 .get(&publish_id)
                 .is_some_and(|end| *end < r.start_ns);
             if !after {
@@ -274,7 +274,7 @@ impl Checker {
                     names::INVENTORY_ONLY_AFTER_PUBLISH,
                     format!(
                         "{} sent an inventory INSERT for publish {publish_id} before that \
-                         publish's watermark INSERT came back",
+                         publish's commit-row INSERT came back",
                         r.actor
                     ),
                 );
@@ -291,7 +291,7 @@ impl Checker {
             self.violate(
                 names::VERSIONS_UNIQUE,
                 format!(
-                    "the watermark holds {} publishes at V={version}: {ids:?}",
+                    "the watermark table holds {} publishes at V={version}: {ids:?}",
                     ids.len()
                 ),
             );
@@ -348,7 +348,7 @@ impl Checker {
                             names::REPORTED_MEANS_VISIBLE,
                             format!(
                                 "pass {n} ({}) reported Won at V={version} (publish \
-                                 {publish_id}), but the watermark row stands: {stands}, manifest \
+                                 {publish_id}), but the commit row stands: {stands}, manifest \
                                  rows missing: {missing:?}",
                                 pass.actor
                             ),
@@ -373,7 +373,10 @@ impl Checker {
             if ours.iter().any(|r| r.ended_ok().is_none()) {
                 continue;
             }
-            for r in ours.iter().filter(|r| r.name == "publish.insert_watermark") {
+            for r in ours
+                .iter()
+                .filter(|r| r.name == "publish.insert_commit_row")
+            {
                 let (Some(v), Some(id)) =
                     (r.u64_param("index_version"), r.uuid_param("publish_id"))
                 else {
@@ -384,7 +387,7 @@ impl Checker {
                         names::REPORTED_MEANS_VISIBLE,
                         format!(
                             "pass {n} ({}) reported attempt {id} at V={v} as not published \
-                             ({outcome:?}), but its watermark row stands",
+                             ({outcome:?}), but its commit row stands",
                             pass.actor
                         ),
                     );
@@ -413,12 +416,12 @@ impl Checker {
                     else {
                         continue;
                     };
-                    let landed_rows: Vec<String> = if g.name == "publish.insert_watermark" {
+                    let landed_rows: Vec<String> = if g.name == "publish.insert_commit_row" {
                         observed
                             .watermark
                             .iter()
                             .filter(|row| **row == (v, id))
-                            .map(|row| format!("watermark {row:?}"))
+                            .map(|row| format!("commit row {row:?}"))
                             .collect()
                     } else {
                         g.packs_param()
@@ -449,7 +452,7 @@ impl Checker {
 fn is_guarded(r: &Record) -> bool {
     matches!(
         r.name,
-        "publish.insert_manifest" | "publish.insert_watermark"
+        "publish.insert_manifest" | "publish.insert_commit_row"
     )
 }
 
@@ -583,9 +586,9 @@ mod tests {
         )
     }
 
-    fn watermark_insert(lease: Uuid, start: u64) -> Record {
+    fn commit_row_insert(lease: Uuid, start: u64) -> Record {
         record(
-            "publish.insert_watermark",
+            "publish.insert_commit_row",
             &[
                 ("index_version", Param::UInt64(5)),
                 ("publish_id", Param::Uuid(id(99))),
@@ -620,7 +623,7 @@ mod tests {
     fn the_own_live_head_may_pass_the_fence() {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         assert_eq!(verdict(&records, &[row(1, id(L), LIVE)]), Fence::MaybeLive);
     }
@@ -630,7 +633,7 @@ mod tests {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
             claim(2, id(M), 50 * MS, Some((60 * MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         let lease = [row(1, id(L), LIVE), row(2, id(M), LIVE)];
         assert_eq!(verdict(&records, &lease), Fence::FencedOut);
@@ -641,7 +644,7 @@ mod tests {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
             claim(2, id(M), 50 * MS, Some((START + MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         let lease = [row(1, id(L), LIVE), row(2, id(M), LIVE)];
         assert_eq!(verdict(&records, &lease), Fence::MaybeLive);
@@ -649,7 +652,7 @@ mod tests {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
             claim(2, id(M), 50 * MS, None),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         assert_eq!(verdict(&records, &lease), Fence::MaybeLive);
     }
@@ -658,7 +661,7 @@ mod tests {
     fn an_own_lease_expired_before_the_insert_is_fenced_out() {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         assert_eq!(
             verdict(&records, &[row(1, id(L), 50 * MS)]),
@@ -678,7 +681,7 @@ mod tests {
             claim(1, id(L), MS, Some((2 * MS, true))),
             claim(2, id(L), 10 * MS, Some((11 * MS, false))),
             claim(3, id(M), 50 * MS, Some((60 * MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         let lease = [row(1, id(L), LIVE), row(3, id(M), LIVE)];
         assert_eq!(verdict(&records, &lease), Fence::Undetermined);
@@ -695,7 +698,7 @@ mod tests {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
             release,
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         assert_eq!(
             verdict(&records, &[row(1, id(L), LIVE), row(2, id(L), 0)]),
@@ -718,7 +721,7 @@ mod tests {
                 [
                     claim(1, high, MS, Some((2 * MS, true))),
                     claim(1, low, MS, Some((3 * MS, true))),
-                    watermark_insert(own, START),
+                    commit_row_insert(own, START),
                 ]
             };
             assert_eq!(verdict(&records(high), &lease), Fence::FencedOut);
@@ -751,7 +754,7 @@ mod tests {
         let records = [
             claim(1, id(L), MS, Some((2 * MS, true))),
             claim(2, id(M), 50 * MS, Some((60 * MS, true))),
-            watermark_insert(id(L), START),
+            commit_row_insert(id(L), START),
         ];
         let mut observed = Observed {
             lease: vec![row(1, id(L), LIVE), row(2, id(M), LIVE)],
@@ -808,11 +811,11 @@ mod tests {
         observed.manifest.clear();
         c.reported_means_visible(&[], &ledger.passes(), &observed);
         assert_eq!(c.violations().len(), 1);
-        // A lost attempt of a finished pass whose watermark row stands.
+        // A lost attempt of a finished pass whose commit row stands.
         let c = checker();
         c.ledger.begin_pass(1, "p", [pack].into(), &[]);
         c.ledger.end_pass(1, PassOutcome::LeaseLost);
-        let mut lost = watermark_insert(id(L), START);
+        let mut lost = commit_row_insert(id(L), START);
         lost.pass = Some(1);
         c.reported_means_visible(&[lost], &c.ledger.passes(), &observed);
         assert_eq!(c.violations().len(), 1);

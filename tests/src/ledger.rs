@@ -46,7 +46,7 @@ pub struct Record {
     pub actor: String,
     /// The pass the actor was running, if any.
     pub pass: Option<u64>,
-    /// The statement's stable name (`publish.insert_watermark`, ...).
+    /// The statement's stable name (`publish.insert_commit_row`, ...).
     pub name: &'static str,
     /// Its bound parameters, as capcat-proto emitted them.
     pub params: BTreeMap<String, Param>,
@@ -163,9 +163,9 @@ pub struct Counters {
     /// Stalls that ended with another lease at the head: the stalled
     /// publisher's guarded INSERTs then ran against a taken-over lease.
     pub stalls_taken_over: AtomicU64,
-    /// Watermark INSERTs sent (by every publisher of the run).
+    /// Commit-row INSERTs sent (by every publisher of the run).
     pub watermarks: AtomicU64,
-    /// Watermark INSERTs told `Timeout` at once and started on the engine
+    /// Commit-row INSERTs told `Timeout` at once and started on the engine
     /// later (a late start).
     pub late_starts: AtomicU64,
     /// Publish attempts put off by the settle rule (`IndexError::Unsettled`).
@@ -177,11 +177,11 @@ pub struct Counters {
     pub short_lease_sends: AtomicU64,
     /// Short-lease sends whose rows landed: never, with the shipped fence.
     pub short_lease_landed: AtomicU64,
-    /// Watermarks pinned by readers.
+    /// Versions pinned by readers.
     pub pins: AtomicU64,
-    /// Earlier watermarks re-read.
+    /// Earlier pinned versions re-read.
     pub rereads: AtomicU64,
-    /// Reader lookups (`get_by_ids`) at a pinned watermark.
+    /// Reader lookups (`get_by_ids`) at a pinned version.
     pub lookups: AtomicU64,
     /// Reader statements that failed (counted, never a violation by
     /// themselves).

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use capcat_clickhouse::Transport;
-use capcat_proto::fragments::{MembershipBound, WATERMARK_PARAM, published_pairs};
+use capcat_proto::fragments::{MembershipBound, PINNED_VERSION_PARAM, published_pairs};
 use capcat_proto::{
     Column, ColumnType, Expect, Failure, PackRef, Param, Settings, Statement, Tables, Value,
 };
@@ -23,7 +23,7 @@ pub struct Observed {
     /// read FIRST, so every row it names was written before the tables
     /// read after it.
     pub inventory: BTreeSet<(String, Uuid, u64, Uuid)>,
-    /// `(index_version, publish_id)` of the watermark.
+    /// `(index_version, publish_id)` of the watermark table.
     pub watermark: BTreeSet<(u64, Uuid)>,
     /// `(index_version, publish_id, store_id, pack_id)` of the manifest.
     pub manifest: BTreeSet<(u64, Uuid, String, Uuid)>,
@@ -166,19 +166,19 @@ pub async fn observe(transport: &dyn Transport, tables: &Tables) -> Result<Obser
     Ok(out)
 }
 
-/// The packs admitted at or below `watermark`: manifest rows paired with a
-/// watermark row of the same publish, through capcat-proto's own
+/// The packs admitted at or below `pinned`: manifest rows paired with a
+/// commit row of the same publish, through capcat-proto's own
 /// membership fragment (the predicate the reader and the public view use).
 pub async fn members_at(
     transport: &dyn Transport,
     tables: &Tables,
-    watermark: u64,
+    pinned: u64,
 ) -> Result<BTreeSet<PackRef>, Failure> {
     let mut stmt = statement(
         format!(
             "SELECT DISTINCT store_id, pack_id FROM {} WHERE {}",
             tables.snapshot_manifest(),
-            published_pairs(tables, MembershipBound::PinnedAtWatermark)
+            published_pairs(tables, MembershipBound::Pinned)
         ),
         &[
             ("store_id", ColumnType::String),
@@ -186,7 +186,7 @@ pub async fn members_at(
         ],
     );
     stmt.params
-        .insert(WATERMARK_PARAM.to_owned(), Param::UInt64(watermark));
+        .insert(PINNED_VERSION_PARAM.to_owned(), Param::UInt64(pinned));
     let mut out = BTreeSet::new();
     for row in rows(transport, &stmt).await? {
         match row.as_slice() {

@@ -7,7 +7,7 @@
 //! emitted them. It only chooses WHEN a statement is sent, which is what a
 //! slow network or a paused process would do.
 //!
-//! It also starts some watermark INSERTs late: the client hears `Timeout`
+//! It also starts some commit-row INSERTs late: the client hears `Timeout`
 //! at once and the unchanged statement reaches the engine later
 //! ([`StallPlan::late_start_every`]), which is what the settle rule and
 //! the exact-row fence exist for.
@@ -42,15 +42,15 @@ pub struct StallPlan {
     /// The longest a stall waits for a takeover.
     pub max_stall: Duration,
     /// Upper bound of the random pause (ms) before every guarded INSERT, so
-    /// the manifest and watermark statements of different publishers
+    /// the manifest and commit-row statements of different publishers
     /// interleave at different offsets.
     pub jitter_ms: u64,
-    /// Every how many watermark INSERTs of the run (counted across every
+    /// Every how many commit-row INSERTs of the run (counted across every
     /// publisher and incarnation; 0: never) one STARTS late: the client is
     /// told `Timeout` at once (as a transport that gave up would), and the
     /// very statement is handed to the engine later, unchanged, as a query
     /// queued on the server or held up on the network would be. Counted,
-    /// not drawn, so a run with a few watermarks is sure to have one.
+    /// not drawn, so a run with a few commit rows is sure to have one.
     pub late_start_every: u64,
     /// The longest a late start waits before the engine runs it.
     pub max_late: Duration,
@@ -150,7 +150,7 @@ impl RecordingTransport {
     async fn before(&self, stmt: &Statement) -> bool {
         let guarded = matches!(
             stmt.name,
-            "publish.insert_manifest" | "publish.insert_watermark"
+            "publish.insert_manifest" | "publish.insert_commit_row"
         );
         if !guarded {
             return false;
@@ -217,7 +217,7 @@ impl RecordingTransport {
         ) else {
             return;
         };
-        let table = if stmt.name == "publish.insert_watermark" {
+        let table = if stmt.name == "publish.insert_commit_row" {
             self.tables.index_watermark()
         } else {
             self.tables.snapshot_manifest()
@@ -329,7 +329,7 @@ impl Transport for RecordingTransport {
                 NO_PASS => None,
                 p => Some(p),
             };
-            let nth = (stmt.name == "publish.insert_watermark").then(|| {
+            let nth = (stmt.name == "publish.insert_commit_row").then(|| {
                 self.ledger
                     .counters
                     .watermarks

@@ -95,7 +95,7 @@ pub struct StressReport {
     pub verdicts: FenceVerdicts,
     /// Table checks run.
     pub checks: u64,
-    /// Distinct watermarks pinned by readers.
+    /// Distinct versions pinned by readers.
     pub watermarks: usize,
     /// Every property violation found.
     pub violations: Vec<Violation>,
@@ -105,7 +105,7 @@ impl fmt::Display for StressReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "seed {:#x}: {:.1} s, {} table checks, {} watermarks pinned",
+            "seed {:#x}: {:.1} s, {} table checks, {} versions pinned",
             self.seed,
             self.elapsed.as_secs_f64(),
             self.checks,
@@ -511,7 +511,7 @@ pub async fn run_stress(
         counters: ledger.counters.snapshot(),
         verdicts: checker.verdicts(),
         checks: checker.checks(),
-        watermarks: checker.watermarks_seen(),
+        watermarks: checker.commit_rows_seen(),
         violations: checker.violations(),
     })
 }

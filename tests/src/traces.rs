@@ -102,8 +102,8 @@ pub fn rejected_designs() -> Vec<(Design, ModelConfig, &'static str)> {
             n::PINNED_SNAPSHOT_NEVER_GROWS,
         ),
         (
-            Design::RowsAboveWatermark,
-            hazard(Design::RowsAboveWatermark),
+            Design::RowsAbovePinned,
+            hazard(Design::RowsAbovePinned),
             n::PINNED_READS_NEVER_CHANGE,
         ),
         (
@@ -502,7 +502,7 @@ fn step_json(
             before.flights.get(*flight).map(|f| f.stmt.clone()),
             json!({ "told": "the claim failed; it stays in flight with no client" }),
         ),
-        Action::PinWatermark | Action::ReReadSnapshot => (
+        Action::PinSnapshot | Action::ReReadSnapshot => (
             "reader".to_owned(),
             None,
             json!({ "reader": format!("{:?}", after.reader) }),

@@ -68,7 +68,7 @@ fn options(seed: u64) -> StressOptions {
             takeover_per_mille: 250,
             max_stall: Duration::from_secs(5),
             jitter_ms: 5,
-            // One watermark in six starts late (the 3rd, 9th, ... of the
+            // One commit row in six starts late (the 3rd, 9th, ... of the
             // run), up to 2.5 s after the client was told it timed out:
             // past the 1.25 s fence margin the driver waits out, and across
             // a 2-3 s lease. Counted, so a loaded run with few passes still
@@ -121,13 +121,13 @@ async fn publishers_racing_for_the_lease_break_no_property_on_the_real_engine() 
             "stalls_taken_over",
         ),
         ("no pass was fenced out", "lease_lost"),
-        ("no watermark started late", "late_starts"),
+        ("no commit row started late", "late_starts"),
         (
             "no guarded INSERT was sent with less than the cap left",
             "short_lease_sends",
         ),
-        ("no reader pinned a watermark", "pins"),
-        ("no earlier watermark was re-read", "rereads"),
+        ("no reader pinned a version", "pins"),
+        ("no earlier pinned version was re-read", "rereads"),
         ("no reader lookup ran", "lookups"),
     ] {
         assert!(

@@ -157,9 +157,9 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     let page = catalog.search(query).await?;
     print_rows(&page.records);
     eprintln!(
-        "{} record(s) at watermark {}",
+        "{} record(s) at pinned version {}",
         page.records.len(),
-        page.watermark
+        page.pinned
     );
     if let Some(next) = page.next {
         println!("next page: --cursor {}", next.to_token());
@@ -171,14 +171,14 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
 pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let watermark = catalog.pin().await?;
+    let pinned = catalog.pin().await?;
     let lookup = catalog
-        .get_by_ids(tenant, ids.into_iter().collect(), watermark)
+        .get_by_ids(tenant, ids.into_iter().collect(), pinned)
         .await?;
     let rows: Vec<_> = lookup.records.values().cloned().collect();
     print_rows(&rows);
     for id in &lookup.missing {
-        println!("{id}  not found at watermark {watermark}");
+        println!("{id}  not found at pinned version {pinned}");
     }
     Ok(())
 }
@@ -275,12 +275,12 @@ pub(crate) async fn hydrate(
     let (cfg, target, store_target) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
     let store = store_target.open()?;
-    let watermark = catalog.pin().await?;
+    let pinned = catalog.pin().await?;
     let lookup = catalog
-        .get_by_ids(tenant, BTreeSet::from([id]), watermark)
+        .get_by_ids(tenant, BTreeSet::from([id]), pinned)
         .await?;
     let d = lookup.records.get(&id).ok_or_else(|| {
-        CliError::Other(format!("capture {id} not found at watermark {watermark}"))
+        CliError::Other(format!("capture {id} not found at pinned version {pinned}"))
     })?;
     let digest = hex::decode(&d.locator.payload_sha256)
         .ok()
@@ -431,10 +431,7 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
         }
     };
     match catalog.pin().await {
-        Ok(w) => println!(
-            "catalog {}: published head (watermark) {w}",
-            cfg.tables.prefix()
-        ),
+        Ok(w) => println!("catalog {}: published head {w}", cfg.tables.prefix()),
         Err(e) => println!("catalog {}: {e}", cfg.tables.prefix()),
     }
     // Ages are measured by capcat-clickhouse, on the clock the service

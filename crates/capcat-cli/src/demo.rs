@@ -187,16 +187,16 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
         })
         .count() as u64;
     let lookup_ids: BTreeSet<Uuid> = all.iter().take(10).map(|d| d.capture_id).collect();
-    let watermark = catalog
+    let pinned = catalog
         .search(SearchQuery {
             filter: filter(&options.run),
             cursor: None,
             page_size: PageSize::new(1).map_err(|e| CliError::Other(e.to_string()))?,
         })
         .await?
-        .watermark;
+        .pinned;
     let lookup = catalog
-        .get_by_ids(workload::TENANT, lookup_ids.clone(), watermark)
+        .get_by_ids(workload::TENANT, lookup_ids.clone(), pinned)
         .await?;
     if lookup.records.len() != lookup_ids.len() {
         return Err(CliError::Verify(format!(
@@ -343,7 +343,7 @@ fn filter(run: &str) -> SearchFilter {
 }
 
 /// Every record of the run (optionally with a tensor-name prefix and
-/// dtype), page by page at one pinned watermark.
+/// dtype), page by page at one pinned version.
 async fn search_all(
     catalog: &Catalog,
     run: &str,

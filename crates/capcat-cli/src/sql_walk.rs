@@ -109,7 +109,7 @@ impl CannedCatalog {
                 }
             }
             "allocate.insert_claim" => self.claim_id = param_uuid(stmt, "claim_id"),
-            "publish.insert_manifest" | "publish.insert_watermark" => {
+            "publish.insert_manifest" | "publish.insert_commit_row" => {
                 self.publish_id = param_uuid(stmt, "publish_id");
             }
             _ => {}
@@ -134,7 +134,7 @@ impl CannedCatalog {
             "publish.read_publish_ids" | "publish.read_highest_publish_ids" => {
                 one(self, "our publish id stands: won")
             }
-            "reader.pin_watermark" => one(self, "the published head"),
+            "reader.pin_snapshot" => one(self, "the published head"),
             _ => (Rows::empty(), Some("no rows (an empty catalog)".to_owned())),
         }
     }
@@ -343,7 +343,7 @@ pub(crate) fn render(tables: &Tables, protocol: &Config) -> (String, BTreeMap<St
         }
     }
 
-    let title = "reader.get_by_ids: look captures up at a pinned watermark";
+    let title = "reader.get_by_ids: look captures up at a pinned version";
     let ids = BTreeSet::from([Uuid::from_u128(0x2222_2222_2222_4222_8222_2222_2222_2222)]);
     match GetByIds::new(tables.clone(), "demo", ids, 1) {
         Ok(get) => {
@@ -454,14 +454,14 @@ mod tests {
                 "lease.insert_claim",
                 "lease.read_claims",
                 "publish.insert_manifest",
-                "publish.insert_watermark",
+                "publish.insert_commit_row",
                 "publish.read_publish_ids",
                 "index.insert_inventory",
             ],
         );
         expect(
             "reader.search",
-            &["reader.pin_watermark", "reader.search_page"],
+            &["reader.pin_snapshot", "reader.search_page"],
         );
         expect("lease.release", &["lease.release"]);
         // The schema is created whole on an empty catalog, the stamp last.
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(
             text.matches(&fence).count(),
             3,
-            "manifest, watermark, release"
+            "manifest, commit row, release"
         );
         assert!(text.contains("read; answered with no rows (nobody holds the lease)"));
     }

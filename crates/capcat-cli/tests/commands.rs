@@ -266,7 +266,7 @@ fn status_prints_the_service_snapshot_and_demand() {
         "  demand: ",
         "published ",
         "0 sealed pack(s) waiting",
-        "published head (watermark) 1",
+        "published head 1",
         "demand: 0 pending pack(s)",
     ] {
         assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
@@ -297,7 +297,7 @@ fn status_prints_the_service_snapshot_and_demand() {
     std::fs::write(&path, b"{\"format\": 1, \"pid\"").unwrap();
     let said = capcat.run(&["status"]);
     assert!(said.contains("is corrupt"), "{said}");
-    assert!(said.contains("published head (watermark) 1"), "{said}");
+    assert!(said.contains("published head 1"), "{said}");
 
     // No file (no service has run here): said so, the rest shown.
     std::fs::remove_file(&path).unwrap();

@@ -280,21 +280,21 @@ impl Catalog {
     }
 
     /// One page of a search. The first page (no cursor) pins the head; a
-    /// cursor carries its watermark, so every page reads the same snapshot.
+    /// cursor carries its pinned version, so every page reads the same snapshot.
     pub async fn search(&self, query: SearchQuery) -> Result<Page, CatalogError> {
         let machine = SearchPage::new(self.tables.clone(), query)?;
         Ok(self.run("search", machine).await??)
     }
 
-    /// The captures of `tenant` among `ids` at `watermark`, and which ids
+    /// The captures of `tenant` among `ids` at the pinned version `pinned`, and which ids
     /// did not resolve there.
     pub async fn get_by_ids(
         &self,
         tenant: &str,
         ids: BTreeSet<Uuid>,
-        watermark: u64,
+        pinned: u64,
     ) -> Result<Lookup, CatalogError> {
-        let machine = GetByIds::new(self.tables.clone(), tenant, ids, watermark)?;
+        let machine = GetByIds::new(self.tables.clone(), tenant, ids, pinned)?;
         Ok(self.run("get_by_ids", machine).await??)
     }
 
@@ -306,9 +306,9 @@ impl Catalog {
         &self,
         tenant: &str,
         ids: BTreeSet<Uuid>,
-        watermark: u64,
+        pinned: u64,
     ) -> Result<BTreeMap<Uuid, CaptureDescriptor>, CatalogError> {
-        Ok(self.get_by_ids(tenant, ids, watermark).await?.resolve()?)
+        Ok(self.get_by_ids(tenant, ids, pinned).await?.resolve()?)
     }
 }
 

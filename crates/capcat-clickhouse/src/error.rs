@@ -411,7 +411,7 @@ mod tests {
                 failure: server(27),
             },
             CatalogError::Reader(ReaderError::Statement {
-                statement: "reader.pin_watermark",
+                statement: "reader.pin_snapshot",
                 failure: server(27),
             }),
             CatalogError::Unsettled {

@@ -9,7 +9,7 @@
 //! by then; one the server starts later is the settle rule's (the lease is
 //! unsettled, and its release is refused here).
 //!
-//! The test's transport gives up on the watermark INSERT at once (it
+//! The test's transport gives up on the commit-row INSERT at once (it
 //! returns `Timeout` while the statement, held on the server by `AND
 //! sleep(s) = 0` after its guard, goes on running) and records, for every
 //! later statement, whether the abandoned one had finished when it arrived.
@@ -72,17 +72,17 @@ impl Transport for Abandoning {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_watermark_given_up_on_is_settled_before_its_failure_reaches_the_caller() {
+async fn a_commit_row_given_up_on_is_settled_before_its_failure_reaches_the_caller() {
     // TTL 2 s, cap 1 s, fence margin 1.25 s: the server holds the statement
     // 0.8 s, within its cap, so it lands after the client has given up.
     let config = short_lease_config();
-    let Some(live) = Live::start_with("abandoned_watermark", config.clone()).await else {
+    let Some(live) = Live::start_with("abandoned_commit_row", config.clone()).await else {
         return;
     };
     live.catalog.ensure_schema().await.expect("ensure_schema");
     let abandoning = Arc::new(Abandoning {
         inner: Arc::clone(live.catalog.transport()),
-        target: "publish.insert_watermark",
+        target: "publish.insert_commit_row",
         hold_s: 0.8,
         abandoned: AtomicBool::new(false),
         finished: Arc::new(AtomicBool::new(false)),
@@ -99,22 +99,22 @@ async fn a_watermark_given_up_on_is_settled_before_its_failure_reaches_the_calle
     let settled_on_return = abandoning.finished.load(Ordering::SeqCst);
     assert!(
         abandoning.abandoned.load(Ordering::SeqCst),
-        "the watermark INSERT was never sent"
+        "the commit-row INSERT was never sent"
     );
     assert!(
         settled_on_return,
-        "the pass returned ({result:?}) while the abandoned watermark INSERT could still land"
+        "the pass returned ({result:?}) while the abandoned commit-row INSERT could still land"
     );
     let after = abandoning.after.lock().expect("no panic").clone();
     assert!(
         after.iter().all(|(_, settled)| *settled),
-        "a statement was sent while the abandoned watermark INSERT could still land: {after:?}"
+        "a statement was sent while the abandoned commit-row INSERT could still land: {after:?}"
     );
     // The failure is ambiguous and reported as such; the row it left is
     // the one the guard admitted (the lease was live and the version free).
     assert!(
         result.is_err(),
-        "a timed-out watermark is not a won publish: {result:?}"
+        "a timed-out commit row is not a won publish: {result:?}"
     );
     let t = live.tables();
     assert_eq!(
@@ -131,7 +131,7 @@ async fn a_watermark_given_up_on_is_settled_before_its_failure_reaches_the_calle
         Err(CatalogError::Lease(LeaseError::Unsettled { until_ns, .. })) => {
             assert_eq!(until_ns, lease.lease().expires_at_ns, "the row it named");
         }
-        other => panic!("a release after an abandoned watermark: {other:?}"),
+        other => panic!("a release after an abandoned commit row: {other:?}"),
     }
     assert_eq!(
         live.rows_in(&t.publisher_lease()).await,

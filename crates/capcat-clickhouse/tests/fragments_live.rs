@@ -7,7 +7,7 @@
 //! Each state loads the five tables the guards read, evaluates every
 //! fragment under every parameter set of the pools in one SELECT, runs the
 //! protocol's own read statements, and ends with one of the protocol's
-//! writes (a release, a claim, a manifest chunk or a watermark row), whose
+//! writes (a release, a claim, a manifest chunk or a commit row), whose
 //! landed rows are compared with the prediction. The server clock is bound
 //! to the state's "now" by replacing `SERVER_NOW_NS`; a separate test checks
 //! that text against the host clock.
@@ -105,7 +105,7 @@ fn edge_cases() -> Vec<(&'static str, State)> {
     let p = publish_ids();
     let k = packs();
     let m = MARGINS[2];
-    let watermark = |version, publish_id, manifest_packs| Write::Watermark {
+    let commit_row = |version, publish_id, manifest_packs| Write::CommitRow {
         version,
         publish_id,
         lease: l[0],
@@ -116,7 +116,7 @@ fn edge_cases() -> Vec<(&'static str, State)> {
     vec![
         (
             "empty tables fence everybody out",
-            empty(watermark(1, p[0], 0)),
+            empty(commit_row(1, p[0], 0)),
         ),
         (
             "two leases tied at the top term, server order against byte order",
@@ -164,14 +164,14 @@ fn edge_cases() -> Vec<(&'static str, State)> {
             "head expiry exactly at now plus the margin",
             State {
                 lease: vec![row(1, 0, NOW_NS + m)],
-                ..empty(watermark(1, p[0], 0))
+                ..empty(commit_row(1, p[0], 0))
             },
         ),
         (
             "head expiry one nanosecond past now plus the margin",
             State {
                 lease: vec![row(1, 0, NOW_NS + m + 1)],
-                ..empty(watermark(1, p[0], 0))
+                ..empty(commit_row(1, p[0], 0))
             },
         ),
         (
@@ -212,30 +212,30 @@ fn edge_cases() -> Vec<(&'static str, State)> {
             },
         ),
         (
-            "watermark at V closes the barrier",
+            "a commit row at V closes the barrier",
             State {
                 lease: vec![row(1, 0, live)],
                 watermark: vec![(2, p[1])],
                 manifest: vec![(2, p[0], k[0].clone())],
-                ..empty(watermark(2, p[0], 1))
+                ..empty(commit_row(2, p[0], 1))
             },
         ),
         (
-            "watermark above V closes the barrier",
+            "a commit row above V closes the barrier",
             State {
                 lease: vec![row(1, 0, live)],
                 watermark: vec![(3, p[1])],
                 manifest: vec![(2, p[0], k[0].clone())],
-                ..empty(watermark(2, p[0], 1))
+                ..empty(commit_row(2, p[0], 1))
             },
         ),
         (
-            "watermark below V leaves the barrier open",
+            "a commit row below V leaves the barrier open",
             State {
                 lease: vec![row(1, 0, live)],
                 watermark: vec![(1, p[1])],
                 manifest: vec![(2, p[0], k[0].clone())],
-                ..empty(watermark(2, p[0], 1))
+                ..empty(commit_row(2, p[0], 1))
             },
         ),
         (
@@ -243,11 +243,11 @@ fn edge_cases() -> Vec<(&'static str, State)> {
             State {
                 watermark: vec![(2, p[0])],
                 manifest: vec![(2, p[1], k[1].clone()), (2, p[0], k[0].clone())],
-                ..empty(watermark(3, p[2], 0))
+                ..empty(commit_row(3, p[2], 0))
             },
         ),
         (
-            "manifest rows without their watermark, one of them twice",
+            "manifest rows without their commit row, one of them twice",
             State {
                 lease: vec![row(1, 0, live)],
                 manifest: vec![
@@ -255,11 +255,11 @@ fn edge_cases() -> Vec<(&'static str, State)> {
                     (1, p[0], k[0].clone()),
                     (1, p[0], k[1].clone()),
                 ],
-                ..empty(watermark(1, p[0], 3))
+                ..empty(commit_row(1, p[0], 3))
             },
         ),
         (
-            "the same manifest, the watermark asking for the distinct count",
+            "the same manifest, the commit row asking for the distinct count",
             State {
                 lease: vec![row(1, 0, live)],
                 manifest: vec![
@@ -267,7 +267,7 @@ fn edge_cases() -> Vec<(&'static str, State)> {
                     (1, p[0], k[0].clone()),
                     (1, p[0], k[1].clone()),
                 ],
-                ..empty(watermark(1, p[0], 2))
+                ..empty(commit_row(1, p[0], 2))
             },
         ),
         (
@@ -277,7 +277,7 @@ fn edge_cases() -> Vec<(&'static str, State)> {
             State {
                 lease: vec![row(1, 0, live)],
                 manifest: vec![(3, p[1], k[3].clone()), (3, p[1], k[1].clone())],
-                ..empty(Write::Watermark {
+                ..empty(Write::CommitRow {
                     version: 3,
                     publish_id: p[1],
                     lease: l[0],
@@ -289,12 +289,12 @@ fn edge_cases() -> Vec<(&'static str, State)> {
         (
             // Found by a generated state when the barrier read min() for
             // max(): the barrier must read the HIGHEST published version.
-            "two watermark rows, the barrier between them",
+            "two commit rows, the barrier between them",
             State {
                 lease: vec![row(1, 0, live)],
                 watermark: vec![(4, p[0]), (1, p[0])],
                 manifest: vec![(2, p[1], k[0].clone())],
-                ..empty(watermark(2, p[1], 1))
+                ..empty(commit_row(2, p[1], 1))
             },
         ),
         (

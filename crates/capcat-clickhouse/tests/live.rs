@@ -31,19 +31,15 @@ fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
 async fn walk(catalog: &Catalog, size: u64) -> (u64, Vec<CaptureDescriptor>) {
     let mut query = tenant_query(None, size);
     let mut out = Vec::new();
-    let mut watermark = None;
+    let mut pinned = None;
     for _ in 0..10_000 {
         let page = ok("search", catalog.search(query.clone()).await);
-        watermark.get_or_insert(page.watermark);
-        assert_eq!(
-            Some(page.watermark),
-            watermark,
-            "a page moved off its snapshot"
-        );
+        pinned.get_or_insert(page.pinned);
+        assert_eq!(Some(page.pinned), pinned, "a page moved off its snapshot");
         out.extend(page.records);
         match page.next {
             Some(cursor) => query.cursor = Some(cursor),
-            None => return (page.watermark, out),
+            None => return (page.pinned, out),
         }
     }
     panic!("the walk did not end");
@@ -439,7 +435,7 @@ async fn taken_over_publisher(test: &str, design: Design) -> Option<bool> {
             "{outcome:?}"
         );
     }
-    // A reader pinned before resolves the same page, at the same watermark.
+    // A reader pinned before resolves the same page, at the same pinned version.
     let ids: BTreeSet<Uuid> = pinned_page.iter().map(|d| d.capture_id).collect();
     let again = ok("resolve", c.resolve(TENANT, ids, pinned_w).await);
     assert_eq!(again, by_id(pinned_page));
@@ -464,7 +460,7 @@ async fn a_publisher_whose_lease_was_taken_over_writes_nothing() {
     if let Some(changed) = taken_over_publisher("taken_over", Design::Shipped).await {
         assert!(
             !changed,
-            "FencedOutWritesNothing: the watermark or manifest changed"
+            "FencedOutWritesNothing: the watermark or manifest table changed"
         );
     }
 }
@@ -507,7 +503,7 @@ async fn the_fence_over_an_empty_lease_table_evaluates_without_error() {
             &lease,
             vec![("store-a".to_owned(), Uuid::new_v4())],
         ),
-        capcat_proto::publish::sql::insert_watermark(t, cfg, v, publish_id, &lease, 1),
+        capcat_proto::publish::sql::insert_commit_row(t, cfg, v, publish_id, &lease, 1),
         capcat_proto::lease::sql::release(t, cfg, &lease),
     ];
     for stmt in &statements {
@@ -548,7 +544,7 @@ async fn the_public_view_shows_only_published_rows() {
     ];
 
     // An emptied membership bound: nothing published yet, descriptor rows
-    // written and manifest rows standing without their watermark row.
+    // written and manifest rows standing without their commit row.
     let orphan_ids = capture_ids(4);
     let orphan = Uuid::new_v4();
     let insert = capcat_proto::index::sql::insert_descriptors(
@@ -610,7 +606,7 @@ fn capture_raw_ddl(p: &str, sort_key: &str) -> String {
 
 /// The catalog as the seed's predecessor built it, written out literally (not
 /// generated from our code): descriptor key without pack identity, a commit
-/// log for membership, a watermark without publish_id, no manifest, no lease,
+/// log for membership, a watermark table without publish_id, no manifest, no lease,
 /// no claims, no stamp.
 fn older_ddl(p: &str) -> Vec<String> {
     vec![
@@ -1011,7 +1007,7 @@ async fn a_mirrored_pack_is_not_admitted_to_a_snapshot_pinned_before_it() {
     let w1 = index_pass(c, &mut lease, pack_of(TENANT, &ids, 0, "store-a", pack)).await;
     // A search pinned at W1, one page taken.
     let first = ok("search", c.search(tenant_query(None, 4)).await);
-    assert_eq!(first.watermark, w1);
+    assert_eq!(first.pinned, w1);
     let cursor: Cursor = first.next.clone().expect("more pages");
     // The mirror: the SAME pack id in a second store, at a later version.
     let w2 = index_pass(c, &mut lease, pack_of(TENANT, &ids, 0, "store-b", pack)).await;
@@ -1021,7 +1017,7 @@ async fn a_mirrored_pack_is_not_admitted_to_a_snapshot_pinned_before_it() {
     let mut next = Some(cursor);
     while let Some(cursor) = next {
         let page = ok("search", c.search(tenant_query(Some(cursor), 4)).await);
-        assert_eq!(page.watermark, w1);
+        assert_eq!(page.pinned, w1);
         records.extend(page.records);
         next = page.next;
     }
@@ -1341,18 +1337,18 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
                 Turn::Idle => idle += 1,
             }
         }
-        // PinnedSnapshotNeverGrows: a watermark seen once resolves the same
+        // PinnedSnapshotNeverGrows: a version pinned once resolves the same
         // captures, to the same rows, every time after.
         let previous = seen.entry(w).or_insert_with(|| records.clone());
         assert_eq!(
             previous, &records,
             "trial {trial}: the snapshot at W={w} changed"
         );
-        // And one earlier watermark, re-read with every id minted since.
+        // And one earlier pinned version, re-read with every id minted since.
         let (old_w, old) = seen
             .iter()
             .nth(trial as usize % seen.len())
-            .expect("at least the watermark just seen");
+            .expect("at least the version just pinned");
         let again = ok(
             "lookup",
             reader.get_by_ids(TENANT, all_ids.clone(), *old_w).await,

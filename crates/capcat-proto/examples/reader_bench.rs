@@ -132,7 +132,7 @@ fn main() {
             "INSERT INTO {} (index_version, publish_id) VALUES (1, '{publish_id}')",
             tables.index_watermark()
         )))
-        .expect("watermark");
+        .expect("a pinned version");
 
     let query = |cursor: Option<Cursor>| SearchQuery {
         filter: SearchFilter {

@@ -14,7 +14,7 @@ use crate::text_format::escape_text;
 /// One SQL statement, ready for a transport.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Statement {
-    /// A stable name for logs, metrics and golden tests, e.g. `publish.insert_watermark`.
+    /// A stable name for logs, metrics and golden tests, e.g. `publish.insert_commit_row`.
     pub name: &'static str,
     /// The SQL text, with `{name:Type}` placeholders for every value.
     pub sql: String,
@@ -238,7 +238,7 @@ mod tests {
         };
         let fenced = [
             crate::publish::sql::insert_manifest(&t, &cfg, 1, id, &lease, Vec::new()),
-            crate::publish::sql::insert_watermark(&t, &cfg, 1, id, &lease, 0),
+            crate::publish::sql::insert_commit_row(&t, &cfg, 1, id, &lease, 0),
             crate::lease::sql::release(&t, &cfg, &lease),
         ];
         for stmt in fenced {

@@ -156,7 +156,7 @@ fn write(engine: &Engine, t: &Tables, rows: Vec<CaptureDescriptor>) {
     );
 }
 
-/// Admits both packs the rows use at version 1 (manifest and watermark rows
+/// Admits both packs the rows use at version 1 (manifest and commit rows
 /// of one publish; the publish machine's own tests cover how they land).
 fn publish(engine: &Engine, t: &Tables) {
     let publish_id = Uuid::from_u128(0x11);

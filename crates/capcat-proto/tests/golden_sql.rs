@@ -164,9 +164,9 @@ fn publish_statements() {
         "#]],
     );
     check(
-        &publish::sql::insert_watermark(&t, &cfg, 3, id(9), &held(1, "a"), 2),
+        &publish::sql::insert_commit_row(&t, &cfg, 3, id(9), &held(1, "a"), 2),
         expect![[r#"
-            publish.insert_watermark
+            publish.insert_commit_row
             INSERT INTO cc_index_watermark (index_version, publish_id, published_at_ns) SELECT {index_version:UInt64}, {publish_id:UUID}, toUnixTimestamp64Nano(now64(9)) FROM system.one WHERE ifNull((SELECT max(index_version) FROM cc_index_watermark), 0) < {index_version:UInt64} AND (SELECT count() FROM (SELECT term, lease_id, expires_at_ns FROM cc_publisher_lease ORDER BY term DESC, lease_id DESC, expires_at_ns DESC LIMIT 1) WHERE term = {lease_term:UInt64} AND lease_id = {lease_id:UUID} AND expires_at_ns = {lease_expires_ns:UInt64} AND expires_at_ns > toUnixTimestamp64Nano(now64(9)) + {fence_margin_ns:UInt64}) = 1 AND (SELECT uniqExact(store_id, pack_id) FROM cc_snapshot_manifest WHERE index_version = {index_version:UInt64} AND publish_id = {publish_id:UUID}) = {manifest_packs:UInt64}
             params: fence_margin_ns: UInt64, index_version: UInt64, lease_expires_ns: UInt64, lease_id: UUID, lease_term: UInt64, manifest_packs: UInt64, publish_id: UUID
             settings: sequential=true max_execution_time_s=Some(10)
@@ -252,7 +252,7 @@ fn the_fence_and_the_barrier_appear_verbatim_in_both_publish_inserts_and_the_fen
     let barrier = version_barrier(&t);
     let guarded = [
         publish::sql::insert_manifest(&t, &cfg, 3, id(9), &held(1, "a"), vec![("s".into(), id(5))]),
-        publish::sql::insert_watermark(&t, &cfg, 3, id(9), &held(1, "a"), 2),
+        publish::sql::insert_commit_row(&t, &cfg, 3, id(9), &held(1, "a"), 2),
     ];
     for stmt in &guarded {
         assert!(

@@ -92,7 +92,7 @@ fn an_index_pass_writes_descriptors_then_publishes_then_records_the_inventory() 
             "lease.insert_claim",
             "lease.read_claims",
             "publish.insert_manifest",
-            "publish.insert_watermark",
+            "publish.insert_commit_row",
             "publish.read_publish_ids",
             "index.insert_inventory",
         ]
@@ -264,7 +264,7 @@ fn a_lost_race_reallocates_and_rewrites_descriptors_at_the_new_version() {
 fn always_losing(cat: &mut FakeCatalog, s: &capcat_proto::Statement) -> capcat_proto::Input {
     match s.name {
         // Someone is always one version ahead at publish time.
-        "publish.insert_manifest" | "publish.insert_watermark" => {
+        "publish.insert_manifest" | "publish.insert_commit_row" => {
             let v = common::u64_param(s, "index_version");
             if !cat.watermark.iter().any(|w| w.0 == v) {
                 cat.watermark.push((v, id(777)));
@@ -358,9 +358,9 @@ fn lease_lost_is_never_swallowed() {
 }
 
 #[test]
-fn a_failed_watermark_leaves_the_packs_out_of_the_inventory() {
+fn a_failed_commit_row_leaves_the_packs_out_of_the_inventory() {
     let (mut cat, lease) = catalog_with_lease();
-    cat.fail_next.push("publish.insert_watermark");
+    cat.fail_next.push("publish.insert_commit_row");
     let run = drive(
         &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 1), SEED),
         |s| cat.respond(s),
@@ -384,7 +384,7 @@ fn inventory_before_publish_variant_records_invisible_packs() {
         (Design::InventoryBeforePublish, true),
     ] {
         let (mut cat, lease) = catalog_with_lease();
-        cat.fail_next.push("publish.insert_watermark");
+        cat.fail_next.push("publish.insert_commit_row");
         drive(
             &mut design.wrap(
                 tables(),

@@ -435,7 +435,7 @@ fn the_head_is_ordered_by_clickhouse_uuid_collation() {
 /// The dead tombstone then lands beside it and becomes the head row of the
 /// term. A term is held while ANY row at it is live: an acquire must wait
 /// out the new holder's claim, not take the term at once because the head
-/// row is dead (which let the new holder's in-flight watermark land under a
+/// row is dead (which let the new holder's in-flight commit row land under a
 /// reader's pin).
 #[test]
 fn a_dead_tombstone_heading_a_term_with_a_live_foreign_claim_is_held_until_the_claim_expires() {

@@ -44,7 +44,7 @@ fn empty_lease_table_fence_refuses_without_a_server_error() {
     };
     let t = Tables::new("live_empty").expect("prefix");
     setup(engine, &t);
-    let stmt = publish::sql::insert_watermark(
+    let stmt = publish::sql::insert_commit_row(
         &t,
         &Config::default(),
         1,
@@ -107,7 +107,7 @@ fn an_index_pass_publishes_on_the_real_engine_and_a_rerun_writes_nothing() {
         "SELECT count() FROM live_index_snapshot_manifest m INNER JOIN live_index_index_watermark w \
          ON m.index_version = w.index_version AND m.publish_id = w.publish_id",
     );
-    assert_eq!(paired, 2, "both packs admitted by a paired watermark row");
+    assert_eq!(paired, 2, "both packs admitted by a paired commit row");
     assert_eq!(
         count(
             engine,

@@ -49,7 +49,7 @@ fn sleep_until_server(engine: &Engine, target_ns: u64) {
     panic!("the server clock did not reach {target_ns}");
 }
 
-/// Packs visible at or below `w`: manifest rows paired with a watermark row
+/// Packs visible at or below `w`: manifest rows paired with a commit row
 /// of the same publish.
 fn visible_at(engine: &Engine, t: &Tables, w: u64) -> u64 {
     scalar(
@@ -86,11 +86,11 @@ fn acquire(
     drive(engine, &mut m).expect("acquired")
 }
 
-/// Counterexample 1 (`MarginlessFence`): a watermark evaluated with less
+/// Counterexample 1 (`MarginlessFence`): a commit row evaluated with less
 /// than its cap left on the lease lands after a successor published and a
 /// reader pinned W. Returns how many packs the pinned W = 2 gained while the
 /// reader held it.
-fn late_watermark_schedule(engine: &'static Engine, prefix: &str, seed_fence: bool) -> u64 {
+fn late_commit_row_schedule(engine: &'static Engine, prefix: &str, seed_fence: bool) -> u64 {
     // TTL 4 s, cap 2 s: the held statement may run up to 2 s, long enough
     // for a successor to acquire and publish after the lease expired.
     let cfg = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
@@ -104,13 +104,13 @@ fn late_watermark_schedule(engine: &'static Engine, prefix: &str, seed_fence: bo
     // 0.2 s of lease left: the seed's fence still passes, the margin fence
     // (cap + slack = 2.25 s) does not.
     sleep_until_server(engine, p0.expires_at_ns - 200_000_000);
-    let watermark = publish::sql::insert_watermark(&t, &cfg, 1, Uuid::from_u128(10), &p0, 1);
-    let watermark = if seed_fence {
-        marginless_fence(&watermark, &t)
+    let commit_row = publish::sql::insert_commit_row(&t, &cfg, 1, Uuid::from_u128(10), &p0, 1);
+    let commit_row = if seed_fence {
+        marginless_fence(&commit_row, &t)
     } else {
-        watermark
+        commit_row
     };
-    let stalled = held(&watermark, 1.8);
+    let stalled = held(&commit_row, 1.8);
     let late = std::thread::spawn(move || execute(engine, &stalled));
     // The successor, once p0's lease has expired by the server's clock.
     sleep_until_server(engine, p0.expires_at_ns + 20_000_000);
@@ -139,18 +139,18 @@ fn late_watermark_schedule(engine: &'static Engine, prefix: &str, seed_fence: bo
 }
 
 #[test]
-fn a_watermark_evaluated_too_close_to_expiry_grows_a_pinned_snapshot_only_under_the_seed_fence() {
-    let Some(engine) = engine("late_watermark") else {
+fn a_commit_row_evaluated_too_close_to_expiry_grows_a_pinned_snapshot_only_under_the_seed_fence() {
+    let Some(engine) = engine("late_commit_row") else {
         return;
     };
     let start = Instant::now();
     assert_eq!(
-        late_watermark_schedule(engine, "sched_seed_fence", true),
+        late_commit_row_schedule(engine, "sched_seed_fence", true),
         1,
         "the seed's fence passed with 0.2 s left and its row landed under W = 2"
     );
     assert_eq!(
-        late_watermark_schedule(engine, "sched_margin_fence", false),
+        late_commit_row_schedule(engine, "sched_margin_fence", false),
         0,
         "the margin fence refused: W = 2 kept what it had"
     );
@@ -256,10 +256,10 @@ fn run_until<M: Machine>(engine: &Engine, m: &mut M, name: &str) -> Statement {
 }
 
 /// Late starts (`LeaseIdFence`, `NoSettleAfterTimeout` in the model): p0's
-/// watermark INSERT for pack A is handed to the server late (its client was
+/// commit-row INSERT for pack A is handed to the server late (its client was
 /// told it timed out first), and starts only after p0 waited out the settle
 /// rule, renewed for its next publish (pack B at v2) and before that
-/// publish's watermark. It is held between its guard and its row while v2
+/// publish's commit row. It is held between its guard and its row while v2
 /// publishes and a reader pins W = 2. Returns how many packs W = 2 gained.
 fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bool) -> u64 {
     // TTL 4 s, cap 2 s: the held statement may run 1.5 s.
@@ -283,14 +283,14 @@ fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bo
         [pack_a].into_iter().collect(),
         Uuid::from_u128(10),
     );
-    let abandoned = as_sent(run_until(engine, &mut first, "publish.insert_watermark"));
+    let abandoned = as_sent(run_until(engine, &mut first, "publish.insert_commit_row"));
     // The transport gave up before the server started it.
     first.handle(Input::Failed(capcat_proto::Failure::Timeout));
     let Step::Done(Err(_)) = first.poll() else {
         panic!("the attempt ends on its timeout")
     };
     let lease = first.lease().clone();
-    assert!(lease.unsettled(), "the abandoned watermark is remembered");
+    assert!(lease.unsettled(), "the abandoned commit row is remembered");
     // The settle rule: the next renewal must be stamped after the row the
     // abandoned statement named has expired.
     sleep_until_server(engine, lease.unsettled_until_ns + 20_000_000);
@@ -311,8 +311,8 @@ fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bo
     // Its guard is read when it starts; give it that instant.
     std::thread::sleep(Duration::from_millis(200));
     second.handle(execute(engine, &as_sent(manifest)));
-    let watermark = run_until(engine, &mut second, "publish.insert_watermark");
-    second.handle(execute(engine, &as_sent(watermark)));
+    let commit_row = run_until(engine, &mut second, "publish.insert_commit_row");
+    second.handle(execute(engine, &as_sent(commit_row)));
     let outcome = drive(engine, &mut second);
     assert!(
         matches!(outcome, Ok(PublishOutcome::Won { version: 2, .. })),
@@ -329,7 +329,7 @@ fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bo
 }
 
 #[test]
-fn a_watermark_started_after_its_holder_renewed_grows_a_pinned_snapshot_only_under_a_lease_id_fence()
+fn a_commit_row_started_after_its_holder_renewed_grows_a_pinned_snapshot_only_under_a_lease_id_fence()
  {
     let Some(engine) = engine("late_start") else {
         return;

@@ -318,13 +318,13 @@ proptest! {
     fn publishes_never_win_without_their_own_id_alone(answers in prop::collection::vec(answer(), 1..40)) {
         let mut m = Publish::new(tables(), cfg(), lease(), 3, packs(), PUBLISH_ID);
         let (outcome, log) = run(&mut m, &answers);
-        prop_assert!(count(&log, "publish.insert_watermark") <= 1);
+        prop_assert!(count(&log, "publish.insert_commit_row") <= 1);
         let back = last(&log, "publish.read_publish_ids").and_then(|i| ids_in(&i));
         match outcome {
             Ok(PublishOutcome::Won { publish_id, version }) => {
                 prop_assert_eq!((publish_id, version), (PUBLISH_ID, 3));
                 prop_assert_eq!(back, Some(BTreeSet::from([PUBLISH_ID])));
-                // Every manifest chunk was acknowledged before the watermark.
+                // Every manifest chunk was acknowledged before the commit row.
                 prop_assert_eq!(count(&log, "publish.insert_manifest"), 2);
             }
             Ok(PublishOutcome::Conflict { foreign, .. }) => {

@@ -64,7 +64,7 @@ fn an_uncontested_publish_wins_in_six_statements() {
             "lease.insert_claim",
             "lease.read_claims",
             "publish.insert_manifest",
-            "publish.insert_watermark",
+            "publish.insert_commit_row",
             "publish.read_publish_ids"
         ]
     );
@@ -80,10 +80,10 @@ fn both_publish_inserts_carry_barrier_and_fence_verbatim_with_the_timeout_cap() 
         version_barrier(&tables()),
         lease_fence(&tables())
     );
-    let watermark_guard = format!("{guard} AND {}", manifest_complete(&tables()));
+    let commit_row_guard = format!("{guard} AND {}", manifest_complete(&tables()));
     for (name, ending) in [
         ("publish.insert_manifest", &guard),
-        ("publish.insert_watermark", &watermark_guard),
+        ("publish.insert_commit_row", &commit_row_guard),
     ] {
         let stmt = run.named(name)[0];
         assert!(stmt.sql.ends_with(ending.as_str()), "{name}: {}", stmt.sql);
@@ -295,7 +295,7 @@ fn a_takeover_after_the_renewal_is_fenced_out_and_writes_nothing() {
             .expect("takeover");
         let run = drive(&mut m, |s| cat.respond(s), |_| 0, 100);
         assert_eq!(!cat.manifest.is_empty(), lands, "{design}: manifest");
-        assert_eq!(!cat.watermark.is_empty(), lands, "{design}: watermark");
+        assert_eq!(!cat.watermark.is_empty(), lands, "{design}: commit row");
         if !lands {
             assert!(
                 matches!(run.outcome, Err(PublishError::LeaseLost { .. })),
@@ -394,14 +394,14 @@ fn manifest_members_go_in_chunks_of_at_most_1000() {
     let names = run.names();
     assert_eq!(
         names[names.len() - 2],
-        "publish.insert_watermark",
-        "watermark after every chunk"
+        "publish.insert_commit_row",
+        "commit row after every chunk"
     );
     assert_eq!(cat.visible_packs().len(), 2_500);
 }
 
 #[test]
-fn a_failed_manifest_chunk_never_writes_the_watermark() {
+fn a_failed_manifest_chunk_never_writes_the_commit_row() {
     let (mut cat, lease) = catalog_with_lease(1);
     cat.fail_next.push("publish.insert_manifest");
     let run = publish(&mut cat, Config::default(), lease, 1, id(50));
@@ -413,18 +413,18 @@ fn a_failed_manifest_chunk_never_writes_the_watermark() {
             ..
         })
     ));
-    assert!(run.named("publish.insert_watermark").is_empty());
+    assert!(run.named("publish.insert_commit_row").is_empty());
 }
 
 #[test]
-fn a_failed_watermark_insert_is_an_error_not_a_race() {
+fn a_failed_commit_row_insert_is_an_error_not_a_race() {
     let (mut cat, lease) = catalog_with_lease(1);
-    cat.fail_next.push("publish.insert_watermark");
+    cat.fail_next.push("publish.insert_commit_row");
     let run = publish(&mut cat, Config::default(), lease, 1, id(50));
     assert!(matches!(
         run.outcome,
         Err(PublishError::Statement {
-            statement: "publish.insert_watermark",
+            statement: "publish.insert_commit_row",
             ..
         })
     ));
@@ -486,28 +486,28 @@ fn the_no_cap_design_drops_max_execution_time() {
     let mut m = Design::NoExecutionCap.wrap(tables(), cfg, publish);
     let run = drive(&mut m, |s| cat.respond(s), |_| 0, 100);
     assert_eq!(
-        run.named("publish.insert_watermark")[0]
+        run.named("publish.insert_commit_row")[0]
             .settings
             .max_execution_time_s,
         None
     );
 }
 
-/// Late starts: a watermark INSERT the client gave up on may start on the
+/// Late starts: a commit-row INSERT the client gave up on may start on the
 /// server later, so the lease remembers until when it may land (the expiry
 /// of the row its fence names) and sends no guarded statement before a
 /// renewal stamped after that; once one is, it publishes again.
 #[test]
-fn an_abandoned_watermark_puts_the_next_publish_off_until_its_row_has_expired() {
+fn an_abandoned_commit_row_puts_the_next_publish_off_until_its_row_has_expired() {
     let (mut cat, lease) = catalog_with_lease(1);
-    cat.fail_next.push("publish.insert_watermark");
+    cat.fail_next.push("publish.insert_commit_row");
     let mut first = Publish::new(tables(), Config::default(), lease, 1, packs(2), id(50));
     let run = drive(&mut first, |s| cat.respond(s), |_| 0, 100);
     assert!(
         matches!(
             run.outcome,
             Err(PublishError::Statement {
-                statement: "publish.insert_watermark",
+                statement: "publish.insert_commit_row",
                 ..
             })
         ),
@@ -569,14 +569,14 @@ fn an_abandoned_watermark_puts_the_next_publish_off_until_its_row_has_expired() 
 /// A failure the server finished with (an exception) leaves nothing that
 /// could land later: the lease stays settled.
 #[test]
-fn a_refused_watermark_leaves_the_lease_settled() {
+fn a_refused_commit_row_leaves_the_lease_settled() {
     let (mut cat, lease) = catalog_with_lease(1);
     let mut m = Publish::new(tables(), Config::default(), lease, 1, packs(2), id(50));
     let mut answered = false;
     let run = drive(
         &mut m,
         |s| {
-            if s.name == "publish.insert_watermark" && !answered {
+            if s.name == "publish.insert_commit_row" && !answered {
                 answered = true;
                 return Input::Failed(Failure::Server {
                     code: 241,

@@ -85,12 +85,12 @@ fn write_descriptors(engine: &Engine, tables: &Tables, rows: Vec<CaptureDescript
     );
 }
 
-/// Stands in for a publish that landed: manifest rows and the watermark row
+/// Stands in for a publish that landed: manifest rows and the commit row
 /// of the same publish. (The publish machine's own live tests cover how
 /// those rows get there; here only their meaning to a reader matters.)
 fn publish(engine: &Engine, t: &Tables, version: u64, publish_id: u128, packs: &[(&str, Uuid)]) {
     manifest(engine, t, version, publish_id, packs);
-    watermark(engine, t, version, publish_id);
+    commit_row(engine, t, version, publish_id);
 }
 
 fn manifest(engine: &Engine, t: &Tables, version: u64, publish_id: u128, packs: &[(&str, Uuid)]) {
@@ -113,7 +113,7 @@ fn manifest(engine: &Engine, t: &Tables, version: u64, publish_id: u128, packs: 
     );
 }
 
-fn watermark(engine: &Engine, t: &Tables, version: u64, publish_id: u128) {
+fn commit_row(engine: &Engine, t: &Tables, version: u64, publish_id: u128) {
     sql(
         engine,
         &format!(
@@ -157,7 +157,7 @@ fn reader_live_a_mirror_with_the_same_pack_id_stays_out_of_an_earlier_snapshot()
     assert_eq!(at_1[0].locator.store_id, "store-a");
     // The search path pins through a cursor and must agree.
     let cursor = Cursor {
-        watermark: 1,
+        pinned: 1,
         tenant_id: "acme".to_owned(),
         experiment_id: String::new(),
         run_id: String::new(),
@@ -184,17 +184,17 @@ fn reader_live_a_mirror_with_the_same_pack_id_stays_out_of_an_earlier_snapshot()
 }
 
 #[test]
-fn reader_live_manifest_rows_without_their_own_watermark_row_admit_nothing() {
+fn reader_live_manifest_rows_without_their_own_commit_row_admit_nothing() {
     let Some(engine) = engine("reader_live_manifest_rows...") else {
         return;
     };
     let t = fresh(engine, "rl_pairing");
     write_descriptors(engine, &t, vec![descriptor(1, "s", pack(1), 1, 10)]);
     // A losing publish left manifest rows at V = 1; a DIFFERENT publish owns
-    // the watermark row at V = 1. Pairing on the version alone would admit
+    // the commit row at V = 1. Pairing on the version alone would admit
     // the loser's pack.
     manifest(engine, &t, 1, 0xdead, &[("s", pack(1))]);
-    watermark(engine, &t, 1, 0xbeef);
+    commit_row(engine, &t, 1, 0xbeef);
     assert!(lookup(engine, &t, &[1], 1).is_empty());
     assert_eq!(
         sql(engine, &format!("SELECT count() FROM {}", t.capture_view())),

@@ -130,9 +130,12 @@ fn reader_a_value_of_the_wrong_type_is_a_typed_error() {
 fn reader_a_first_page_pins_the_head_and_hands_out_a_cursor_at_it() {
     let mut machine = SearchPage::new(tables(), query(2, None)).expect("valid query");
     let (issued, outcome) = drive(&mut machine, vec![head(7), rows(&[1, 2, 3])]);
-    assert_eq!(issued[0].name, "reader.pin_watermark");
+    assert_eq!(issued[0].name, "reader.pin_snapshot");
     assert_eq!(issued[1].name, "reader.search_page");
-    assert_eq!(issued[1].params.get("watermark"), Some(&Param::UInt64(7)));
+    assert_eq!(
+        issued[1].params.get("pinned_version"),
+        Some(&Param::UInt64(7))
+    );
     let page: Page = outcome.expect("a page");
     assert_eq!(page.records, vec![descriptor(1), descriptor(2)]);
     assert_eq!(page.next, Some(Cursor::after(7, &descriptor(2))));
@@ -146,23 +149,26 @@ fn reader_the_last_page_has_no_cursor() {
 }
 
 #[test]
-fn reader_a_cursor_page_reads_at_the_cursor_watermark_not_the_head() {
+fn reader_a_cursor_page_reads_at_the_cursor_pinned_version_not_the_head() {
     let cursor = Cursor::after(7, &descriptor(2));
     let mut machine = SearchPage::new(tables(), query(2, Some(cursor))).expect("valid query");
     let (issued, outcome) = drive(&mut machine, vec![head(12), rows(&[3])]);
-    assert_eq!(issued[1].params.get("watermark"), Some(&Param::UInt64(7)));
-    assert_eq!(outcome.expect("a page").watermark, 7);
+    assert_eq!(
+        issued[1].params.get("pinned_version"),
+        Some(&Param::UInt64(7))
+    );
+    assert_eq!(outcome.expect("a page").pinned, 7);
 }
 
 #[test]
-fn reader_a_server_behind_the_pinned_watermark_fails_loudly() {
+fn reader_a_server_behind_the_pinned_version_fails_loudly() {
     let cursor = Cursor::after(7, &descriptor(2));
     let mut machine = SearchPage::new(tables(), query(2, Some(cursor))).expect("valid query");
     let (issued, outcome) = drive(&mut machine, vec![head(5)]);
     assert_eq!(issued.len(), 1);
     assert_eq!(
         outcome,
-        Err(ReaderError::WatermarkAhead { pinned: 7, head: 5 })
+        Err(ReaderError::SnapshotAhead { pinned: 7, head: 5 })
     );
 }
 
@@ -186,7 +192,7 @@ fn reader_get_by_ids_reports_what_did_not_resolve() {
     let (issued, outcome) = drive(&mut machine, vec![head(7), rows(&[1])]);
     assert_eq!(
         issued.iter().map(|s| s.name).collect::<Vec<_>>(),
-        ["reader.pin_watermark", "reader.get_by_ids"]
+        ["reader.pin_snapshot", "reader.get_by_ids"]
     );
     let lookup: Lookup = outcome.expect("a lookup");
     assert_eq!(lookup.missing, BTreeSet::from([Uuid::from_u128(2)]));
@@ -194,7 +200,7 @@ fn reader_get_by_ids_reports_what_did_not_resolve() {
         lookup.resolve(),
         Err(ReaderError::Unresolved {
             tenant: "acme".to_owned(),
-            watermark: 7,
+            pinned: 7,
             missing: BTreeSet::from([Uuid::from_u128(2)])
         })
     );
@@ -230,7 +236,7 @@ fn reader_get_by_ids_fails_when_the_server_is_behind_w() {
     let (_, outcome) = drive(&mut machine, vec![head(6)]);
     assert_eq!(
         outcome,
-        Err(ReaderError::WatermarkAhead { pinned: 7, head: 6 })
+        Err(ReaderError::SnapshotAhead { pinned: 7, head: 6 })
     );
 }
 

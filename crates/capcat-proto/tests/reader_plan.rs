@@ -6,7 +6,7 @@ use capcat_proto::descriptor::{CAPTURE_COLUMNS, ColumnRole};
 use capcat_proto::fragments::{MembershipBound, membership_predicate};
 use capcat_proto::reader::{
     Cursor, FILTER_COLUMNS, MAX_LOOKUP_IDS, MAX_PAGE_SIZE, PageSize, Range, ReaderError,
-    SearchFilter, SearchQuery, get_by_ids, pin_watermark, resolved_columns, result_columns,
+    SearchFilter, SearchQuery, get_by_ids, pin_snapshot, resolved_columns, result_columns,
     search_page,
 };
 use capcat_proto::schema::CatalogObject;
@@ -31,7 +31,7 @@ fn tenant_query() -> SearchQuery {
 
 fn cursor() -> Cursor {
     Cursor {
-        watermark: 7,
+        pinned: 7,
         tenant_id: "acme".to_owned(),
         experiment_id: "exp".to_owned(),
         run_id: "run".to_owned(),
@@ -81,8 +81,8 @@ fn reader_golden_search_page() {
               AND captured_at_ns <= {captured_at_ns_until:UInt64}
               AND step >= {step_from:UInt64}
               AND step <= {step_until:UInt64}
-              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {watermark:UInt64})
-              AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64}))
+              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64})
+              AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64}))
               AND (tenant_id, experiment_id, run_id, captured_at_ns, capture_id) > ({after_tenant_id:String}, {after_experiment_id:String}, {after_run_id:String}, {after_captured_at_ns:UInt64}, {after_capture_id:UUID})
             GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
             ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
@@ -106,13 +106,13 @@ fn reader_golden_search_page() {
         dtype: String = f32
         experiment_id: String = exp
         limit: UInt64 = 101
+        pinned_version: UInt64 = 7
         run_id: String = run
         step_from: UInt64 = 1
         step_until: UInt64 = 9
         tenant_id: String = acme
         tensor_name: String = w
-        tensor_name_prefix: String = encoder.
-        watermark: UInt64 = 7"#]]
+        tensor_name_prefix: String = encoder."#]]
     .assert_eq(&params.join("\n"));
 }
 
@@ -128,17 +128,17 @@ fn reader_golden_get_by_ids() {
             FROM cc_capture_raw
             WHERE tenant_id = {tenant_id:String}
               AND capture_id IN {capture_ids:Array(UUID)}
-              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {watermark:UInt64})
-              AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64}))
+              AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64})
+              AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64}))
             GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
         )
         ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id"#]].assert_eq(&statements[0].sql);
 }
 
 #[test]
-fn reader_golden_pin_watermark() {
-    let statement = pin_watermark(&tables());
-    expect!["SELECT ifNull(max(index_version), 0) AS watermark FROM cc_index_watermark"]
+fn reader_golden_pin_snapshot() {
+    let statement = pin_snapshot(&tables());
+    expect!["SELECT ifNull(max(index_version), 0) AS published_head FROM cc_index_watermark"]
         .assert_eq(&statement.sql);
     assert!(statement.settings.select_sequential_consistency);
 }
@@ -252,7 +252,7 @@ fn reader_filters_read_only_immutable_columns() {
     let sql = search_page(&tables(), &full_query(), 7)
         .expect("valid query")
         .sql;
-    let membership = membership_predicate(&tables(), MembershipBound::PinnedAtWatermark);
+    let membership = membership_predicate(&tables(), MembershipBound::Pinned);
     let start = sql.find("WHERE ").expect("a WHERE clause");
     let end = sql.find("GROUP BY").expect("a GROUP BY");
     assert!(sql[start..end].contains(&membership), "{sql}");
@@ -278,14 +278,17 @@ fn reader_filters_read_only_immutable_columns() {
 #[test]
 fn reader_membership_is_the_shared_predicate_pinned_at_w() {
     let t = tables();
-    let pinned = membership_predicate(&t, MembershipBound::PinnedAtWatermark);
+    let pinned = membership_predicate(&t, MembershipBound::Pinned);
     let published = membership_predicate(&t, MembershipBound::Published);
     let page = search_page(&t, &tenant_query(), 7).expect("valid query");
     let ids = BTreeSet::from([Uuid::from_u128(1)]);
     let lookup = get_by_ids(&t, "acme", &ids, 7).expect("valid lookup");
     for statement in [&page, &lookup[0]] {
         assert!(statement.sql.contains(&pinned), "{}", statement.sql);
-        assert_eq!(statement.params.get("watermark"), Some(&Param::UInt64(7)));
+        assert_eq!(
+            statement.params.get("pinned_version"),
+            Some(&Param::UInt64(7))
+        );
     }
     assert!(
         CatalogObject::CaptureView
@@ -301,7 +304,7 @@ fn reader_membership_is_the_shared_predicate_pinned_at_w() {
             "(store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest"
         )
     );
-    assert!(pinned.contains("(index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {watermark:UInt64})"));
+    assert!(pinned.contains("(index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64})"));
     assert!(!pinned.contains(" pack_id IN"), "{pinned}");
 }
 

@@ -86,7 +86,7 @@ proptest! {
                 prop_assert!(found.is_disjoint(&lookup.missing));
                 prop_assert_eq!(&found | &lookup.missing, ids);
             }
-            Err(ReaderError::WatermarkAhead { pinned, head }) => prop_assert!(head < pinned),
+            Err(ReaderError::SnapshotAhead { pinned, head }) => prop_assert!(head < pinned),
             Err(_) => {}
         }
     }

@@ -320,7 +320,7 @@ fn schema_the_public_view_is_final_and_bounded_by_membership_pairing() {
 }
 
 #[test]
-fn schema_the_membership_count_pairs_manifest_with_watermark() {
+fn schema_the_membership_count_pairs_manifest_with_commit_rows() {
     let t = tables();
     let sql = count_membership(&t).sql;
     assert!(

@@ -492,7 +492,7 @@ fn schema_an_empty_stamp_still_runs_the_inventory_check() {
 
 #[test]
 fn schema_inventory_without_effective_membership_is_refused() {
-    // A truncated watermark leaves manifest rows that pair with nothing:
+    // A truncated watermark table leaves manifest rows that pair with nothing:
     // counting the manifest alone would accept this catalog.
     let t = tables();
     let counts = MembershipCounts {

@@ -59,7 +59,7 @@ pub enum Action {
         publisher: u8,
     },
     /// The reader pins W.
-    PinWatermark,
+    PinSnapshot,
     /// The reader re-reads its pinned snapshot.
     ReReadSnapshot,
     /// A publisher crashes and restarts; with `orphan`, the unconditional
@@ -72,7 +72,7 @@ pub enum Action {
     },
     /// An out-of-protocol writer appends one row under a foreign publish_id.
     ForeignInsert {
-        /// A watermark row (true) or a manifest row (false).
+        /// A commit row (true) or a manifest row (false).
         watermark: bool,
         /// Its version.
         version: u64,
@@ -89,7 +89,7 @@ impl Action {
             Action::Land { .. } => n::LAND_ROWS,
             Action::Kill { .. } => n::KILL_AT_CAP,
             Action::Abandon { .. } => n::ABANDON_STATEMENT,
-            Action::PinWatermark => n::PIN_WATERMARK,
+            Action::PinSnapshot => n::PIN_SNAPSHOT,
             Action::ReReadSnapshot => n::RE_READ_SNAPSHOT,
             Action::CrashRestart { .. } => n::CRASH_RESTART,
             Action::ForeignInsert { .. } => n::FOREIGN_INSERT,
@@ -101,7 +101,7 @@ impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = self.name();
         match self {
-            Action::Tick | Action::PinWatermark | Action::ReReadSnapshot => f.write_str(name),
+            Action::Tick | Action::PinSnapshot | Action::ReReadSnapshot => f.write_str(name),
             Action::Client {
                 publisher,
                 statement,
@@ -159,7 +159,7 @@ pub fn client_action_name(statement: &str) -> Option<&'static str> {
         "allocate.insert_claim" => n::CLAIM_VERSION,
         "allocate.read_claims" => n::READ_BACK_VERSION,
         "publish.insert_manifest" => n::ISSUE_MANIFEST,
-        "publish.insert_watermark" => n::ISSUE_WATERMARK,
+        "publish.insert_commit_row" => n::ISSUE_COMMIT_ROW,
         "publish.read_publish_ids" | "publish.read_highest_publish_ids" => n::READ_BACK_PUBLISH,
         "index.insert_inventory" => n::WRITE_INVENTORY,
         "lease.release" => n::ISSUE_RELEASE,

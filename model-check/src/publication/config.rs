@@ -37,7 +37,7 @@ pub struct ModelConfig {
     /// Whether a holder re-acquires its lease before its pass.
     pub reacquire: bool,
     /// Out-of-protocol rows (an operator, a second build) the model may
-    /// append: one manifest row or one watermark row under a foreign
+    /// append: one manifest row or one commit row under a foreign
     /// publish_id, never both, so they alone can never admit a pack.
     pub foreign_writes: u8,
     /// Lease acquisitions per publisher incarnation.
@@ -47,7 +47,7 @@ pub struct ModelConfig {
     /// Test-only: rebuild the publish statements with the fence text cut
     /// out (capcat-proto's `designs::without_lease_fence` rewrite).
     pub strip_fence: bool,
-    /// Test-only: send the watermark INSERT without its `MANIFEST_COMPLETE`
+    /// Test-only: send the commit-row INSERT without its `MANIFEST_COMPLETE`
     /// guard (capcat-proto's `designs::without_manifest_check` rewrite), to
     /// measure what that guard adds beside the exact-row fence.
     pub strip_manifest_check: bool,
@@ -156,7 +156,7 @@ impl ModelConfig {
     }
 
     /// Index passes run again after a failure, under the same lease, on a
-    /// three-tick clock: a holder told its watermark timed out waits for
+    /// three-tick clock: a holder told its commit row timed out waits for
     /// its renewal to prove the abandoned statement dead, then publishes
     /// another batch (`LeaseIdFence` fails here).
     pub fn with_passes(design: Design) -> Self {

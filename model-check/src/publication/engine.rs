@@ -162,7 +162,7 @@ pub fn row_bound(tables: &Tables, sql: &str) -> RowBound {
 /// How a reader statement's SQL decides membership.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Membership {
-    /// The canonical predicate: manifest rows paired with a watermark row on
+    /// The canonical predicate: manifest rows paired with a commit row on
     /// `(index_version, publish_id)`, at or below W.
     Paired,
     /// The rejected predicate: manifest rows at any published version <= W.
@@ -173,7 +173,7 @@ pub enum Membership {
 
 /// Finds the membership predicate in a reader statement's SQL.
 pub fn membership(tables: &Tables, sql: &str) -> Membership {
-    let bound = MembershipBound::PinnedAtWatermark;
+    let bound = MembershipBound::Pinned;
     if sql.contains(&fragments::membership_predicate(tables, bound)) {
         Membership::Paired
     } else if sql.contains(&version_only_membership_predicate(tables, bound)) {
@@ -198,8 +198,8 @@ pub enum Landing {
     Inventory(Vec<(PackRef, u64, Uuid)>),
     /// Manifest rows.
     Manifest(Vec<(u64, Uuid, PackRef)>),
-    /// The watermark row.
-    Watermark(u64, Uuid),
+    /// The commit row.
+    CommitRow(u64, Uuid),
 }
 
 impl Landing {
@@ -210,7 +210,7 @@ impl Landing {
             Landing::Descriptors(v) => !v.is_empty(),
             Landing::Inventory(v) => !v.is_empty(),
             Landing::Manifest(v) => !v.is_empty(),
-            Landing::Lease(_) | Landing::Claim(..) | Landing::Watermark(..) => true,
+            Landing::Lease(_) | Landing::Claim(..) | Landing::CommitRow(..) => true,
         }
     }
 }
@@ -304,7 +304,7 @@ impl Db {
         meaning::is_live_head(&self.lease, lease_id, now_ns(now))
     }
 
-    fn max_watermark(&self) -> u64 {
+    fn published_head(&self) -> u64 {
         meaning::published_head(&self.watermark)
     }
 
@@ -408,12 +408,12 @@ impl Db {
                     .collect()
             }
             "publish.read_highest_publish_ids" => {
-                meaning::ids_at(&self.watermark, self.max_watermark())
+                meaning::ids_at(&self.watermark, self.published_head())
                     .into_iter()
                     .map(|id| vec![Value::Uuid(id)])
                     .collect()
             }
-            "reader.pin_watermark" => vec![vec![Value::UInt64(self.max_watermark())]],
+            "reader.pin_snapshot" => vec![vec![Value::UInt64(self.published_head())]],
             _ => {
                 let _ = tables;
                 return Err(Unknown {
@@ -525,11 +525,11 @@ impl Db {
                     Landing::Nothing
                 }
             }
-            "publish.insert_watermark" => {
+            "publish.insert_commit_row" => {
                 let v = param_u64(stmt, INDEX_VERSION_PARAM)?;
                 let id = param_uuid(stmt, "publish_id")?;
                 if version_ok(v) && fence_ok()? && complete_ok(v, id)? {
-                    Landing::Watermark(v, id)
+                    Landing::CommitRow(v, id)
                 } else {
                     Landing::Nothing
                 }
@@ -561,7 +561,7 @@ impl Db {
             Landing::Descriptors(rows) => self.descriptors.extend(rows),
             Landing::Inventory(rows) => self.inventory.extend(rows),
             Landing::Manifest(rows) => self.manifest.extend(rows),
-            Landing::Watermark(v, id) => {
+            Landing::CommitRow(v, id) => {
                 self.watermark.insert((v, id));
             }
         }
@@ -579,14 +579,14 @@ pub fn is_claim(name: &str) -> bool {
 pub fn is_conditional_insert(name: &str) -> bool {
     matches!(
         name,
-        "publish.insert_manifest" | "publish.insert_watermark" | "lease.release"
+        "publish.insert_manifest" | "publish.insert_commit_row" | "lease.release"
     )
 }
 
 #[cfg(test)]
 mod tests {
     use capcat_proto::designs::Design;
-    use capcat_proto::publish::sql::insert_watermark;
+    use capcat_proto::publish::sql::insert_commit_row;
     use capcat_proto::{Config, Tables};
 
     use super::*;
@@ -596,15 +596,15 @@ mod tests {
         Tables::new("m").expect("valid prefix")
     }
 
-    fn watermark(design: Design) -> Statement {
+    fn commit_row(design: Design) -> Statement {
         let cfg = Config::default();
-        let stmt = insert_watermark(&tables(), &cfg, 1, Uuid::from_u128(1), &test_lease(), 0);
+        let stmt = insert_commit_row(&tables(), &cfg, 1, Uuid::from_u128(1), &test_lease(), 0);
         design.rewrite(stmt, &tables(), &cfg)
     }
 
     #[test]
     fn the_engine_finds_both_guards_in_the_shipped_publish_statement() {
-        let g = guards(&tables(), &watermark(Design::Shipped).sql);
+        let g = guards(&tables(), &commit_row(Design::Shipped).sql);
         assert_eq!(
             g,
             Guards {
@@ -618,28 +618,28 @@ mod tests {
     #[test]
     fn a_statement_whose_fence_text_is_gone_runs_unfenced() {
         let cut =
-            capcat_proto::designs::without_lease_fence(&watermark(Design::Shipped), &tables());
+            capcat_proto::designs::without_lease_fence(&commit_row(Design::Shipped), &tables());
         assert_eq!(guards(&tables(), &cut.sql).fence, Fence::None);
         assert_eq!(
-            guards(&tables(), &watermark(Design::BarrierOnly).sql).fence,
+            guards(&tables(), &commit_row(Design::BarrierOnly).sql).fence,
             Fence::None
         );
         assert_eq!(
-            guards(&tables(), &watermark(Design::TwoSubqueryFence).sql).fence,
+            guards(&tables(), &commit_row(Design::TwoSubqueryFence).sql).fence,
             Fence::TwoReads
         );
     }
 
     #[test]
-    fn an_unfenced_watermark_lands_without_a_lease_and_a_fenced_one_does_not() {
+    fn an_unfenced_commit_row_lands_without_a_lease_and_a_fenced_one_does_not() {
         let db = Db::default();
-        let fenced = db.evaluate(&tables(), &watermark(Design::Shipped), 0, None);
+        let fenced = db.evaluate(&tables(), &commit_row(Design::Shipped), 0, None);
         assert_eq!(
             fenced,
             Ok(Landing::Nothing),
             "no lease row: the fence is false"
         );
-        let unfenced = db.evaluate(&tables(), &watermark(Design::BarrierOnly), 0, None);
-        assert_eq!(unfenced, Ok(Landing::Watermark(1, Uuid::from_u128(1))));
+        let unfenced = db.evaluate(&tables(), &commit_row(Design::BarrierOnly), 0, None);
+        assert_eq!(unfenced, Ok(Landing::CommitRow(1, Uuid::from_u128(1))));
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use capcat_proto::descriptor::Locator;
 use capcat_proto::designs::{Designable, Designed};
-use capcat_proto::fragments::WATERMARK_PARAM;
+use capcat_proto::fragments::PINNED_VERSION_PARAM;
 use capcat_proto::index::attempt_ids;
 use capcat_proto::lease::{LeaseClaim, LeaseError, Release};
 use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};
@@ -220,9 +220,9 @@ impl PublicationModel {
         use capcat_proto::designs as d;
         let publish = matches!(
             stmt.name,
-            "publish.insert_manifest" | "publish.insert_watermark"
+            "publish.insert_manifest" | "publish.insert_commit_row"
         );
-        if self.cfg.strip_manifest_check && stmt.name == "publish.insert_watermark" {
+        if self.cfg.strip_manifest_check && stmt.name == "publish.insert_commit_row" {
             d::without_manifest_check(&stmt, &self.tables)
         } else if self.cfg.strip_fence && publish {
             d::without_lease_fence(&stmt, &self.tables)
@@ -678,7 +678,7 @@ impl PublicationModel {
             return None;
         };
         let search = self.cfg.design.rewrite(search, &self.tables, &self.proto);
-        match search.params.get(WATERMARK_PARAM) {
+        match search.params.get(PINNED_VERSION_PARAM) {
             Some(Param::UInt64(w)) => Some((*w, search)),
             _ => None,
         }
@@ -686,13 +686,13 @@ impl PublicationModel {
 
     fn pin(&self, s: &mut State) {
         match self.reader_statement(s) {
-            Some((watermark, stmt)) => {
+            Some((version, stmt)) => {
                 let membership = engine::membership(&self.tables, &stmt.sql);
                 let rows_bounded = engine::row_bound(&self.tables, &stmt.sql);
-                let snapshot = s.db.visible_at(membership, watermark);
-                let rows = s.db.resolved_at(membership, rows_bounded, watermark);
+                let snapshot = s.db.visible_at(membership, version);
+                let rows = s.db.resolved_at(membership, rows_bounded, version);
                 s.reader.pinned = Some(Pinned {
-                    watermark,
+                    version,
                     membership,
                     rows_bounded,
                     snapshot,
@@ -737,8 +737,8 @@ impl Model for PublicationModel {
         let mut db = Db::default();
         if self.cfg.foreign_writes > 0 {
             // The foreign writer's descriptor row, at the version its one
-            // manifest or watermark row names: inert until a manifest row
-            // paired with a watermark row admits its pack. (At version 0,
+            // manifest or commit row names: inert until a manifest row
+            // paired with a commit row admits its pack. (At version 0,
             // never published, a pinned read would never resolve it, and a
             // pack admitted by membership would show in the model's snapshot
             // but never in what the real read returns.)
@@ -856,7 +856,7 @@ impl PublicationModel {
         }
         if self.cfg.reader {
             match (&s.reader.pinned, &s.reader.reread) {
-                (None, _) => actions.push(Action::PinWatermark),
+                (None, _) => actions.push(Action::PinSnapshot),
                 (Some(_), None) => actions.push(Action::ReReadSnapshot),
                 _ => {}
             }
@@ -914,12 +914,12 @@ impl PublicationModel {
             Action::Land { flight, .. } => self.land(&mut s, flight),
             Action::Kill { flight, .. } => self.kill(&mut s, flight),
             Action::Abandon { flight, .. } => self.abandon(&mut s, flight),
-            Action::PinWatermark => self.pin(&mut s),
+            Action::PinSnapshot => self.pin(&mut s),
             Action::ReReadSnapshot => {
                 if let Some(p) = &s.reader.pinned {
-                    s.reader.reread = Some(s.db.visible_at(p.membership, p.watermark));
+                    s.reader.reread = Some(s.db.visible_at(p.membership, p.version));
                     s.reader.reread_rows =
-                        Some(s.db.resolved_at(p.membership, p.rows_bounded, p.watermark));
+                        Some(s.db.resolved_at(p.membership, p.rows_bounded, p.version));
                 }
             }
             Action::CrashRestart { publisher, orphan } => {

@@ -39,7 +39,7 @@ pub fn pinned_snapshot_never_grows(_: &PublicationModel, s: &State) -> bool {
     let Some(p) = &s.reader.pinned else {
         return true;
     };
-    s.db.visible_at(p.membership, p.watermark) == p.snapshot
+    s.db.visible_at(p.membership, p.version) == p.snapshot
         && s.reader.reread.as_ref().is_none_or(|r| *r == p.snapshot)
 }
 
@@ -50,9 +50,9 @@ pub fn pinned_reads_never_change(_: &PublicationModel, s: &State) -> bool {
     let Some(p) = &s.reader.pinned else {
         return true;
     };
-    let now = s.db.resolved_at(p.membership, p.rows_bounded, p.watermark);
+    let now = s.db.resolved_at(p.membership, p.rows_bounded, p.version);
     now == p.rows
-        && p.rows.values().all(|v| *v <= p.watermark)
+        && p.rows.values().all(|v| *v <= p.version)
         && s.reader.reread_rows.as_ref().is_none_or(|r| *r == p.rows)
 }
 
@@ -62,8 +62,8 @@ pub fn fenced_out_writes_nothing(_: &PublicationModel, s: &State) -> bool {
     !s.history.fenced_out_landed
 }
 
-/// `Won` only when the attempt's watermark row stands and its manifest rows
-/// pair with it; a lost attempt (`LostRace`, `LeaseLost`) has no watermark
+/// `Won` only when the attempt's commit row stands and its manifest rows
+/// pair with it; a lost attempt (`LostRace`, `LeaseLost`) has no commit row
 /// row, so nothing it wrote is visible.
 pub fn reported_means_visible(_: &PublicationModel, s: &State) -> bool {
     let won_visible = s.history.won.iter().all(|(v, id, packs)| {

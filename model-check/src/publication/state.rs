@@ -136,8 +136,8 @@ impl Flight {
 /// What the reader pinned.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Pinned {
-    /// The pinned watermark.
-    pub watermark: u64,
+    /// The pinned version.
+    pub version: u64,
     /// The membership predicate found in its statement's SQL.
     pub membership: Membership,
     /// How its statement bounds the descriptor rows it resolves.

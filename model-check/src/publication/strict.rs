@@ -124,7 +124,7 @@ pub fn stop(defect: &dyn std::fmt::Display) -> ! {
 #[cfg(test)]
 mod tests {
     use capcat_proto::Config;
-    use capcat_proto::publish::sql::{insert_manifest, insert_watermark};
+    use capcat_proto::publish::sql::{insert_commit_row, insert_manifest};
     use uuid::Uuid;
 
     use super::*;
@@ -134,8 +134,8 @@ mod tests {
         Tables::new("m").expect("valid prefix")
     }
 
-    fn watermark() -> Statement {
-        insert_watermark(
+    fn commit_row() -> Statement {
+        insert_commit_row(
             &tables(),
             &Config::default(),
             1,
@@ -151,7 +151,7 @@ mod tests {
         let cfg = Config::default();
         let release = capcat_proto::lease::sql::release(&t, &cfg, &test_lease());
         let manifest = insert_manifest(&t, &cfg, 1, Uuid::from_u128(1), &test_lease(), vec![]);
-        for stmt in [watermark(), manifest, release] {
+        for stmt in [commit_row(), manifest, release] {
             assert_eq!(check_guarded(&t, &stmt), Ok(()), "{}", stmt.sql);
         }
     }
@@ -166,7 +166,7 @@ mod tests {
             (") = 1", ") >= 1"),
             ("+ {fence_margin_ns:UInt64}", "- {fence_margin_ns:UInt64}"),
         ] {
-            let mut stmt = watermark();
+            let mut stmt = commit_row();
             assert!(stmt.sql.contains(from), "{from}");
             stmt.sql = stmt.sql.replacen(from, to, 1);
             assert!(
@@ -184,7 +184,7 @@ mod tests {
         let t = tables();
         let fence = fragments::lease_fence(&t);
         for wrap in [format!("NOT {fence}"), format!("({fence} OR 1 = 1)")] {
-            let mut stmt = watermark();
+            let mut stmt = commit_row();
             stmt.sql = stmt.sql.replace(&fence, &wrap);
             assert!(
                 check_guarded(&t, &stmt).is_err(),
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_conditional_insert_without_a_where_clause_stops_the_check() {
-        let mut stmt = watermark();
+        let mut stmt = commit_row();
         stmt.sql = "INSERT INTO m_index_watermark SELECT 1".to_owned();
         assert!(matches!(
             check_guarded(&tables(), &stmt),

@@ -53,16 +53,16 @@ def head_live(s):
     h = head(s); return h is not None and h[4] > s.now
 def term_live(s): return any(r[4] > s.now for r in at_term(s, head_term(s)))
 def fence(s, lid): return head_live(s) and head(s)[1] == lid
-def maxwm(s): return max((w[0] for w in s.watermark), default=0)
-def has_barrier(k): return k in ("manifest", "watermark") and DESIGN != "PostWriteCheck"
+def published_head(s): return max((w[0] for w in s.watermark), default=0)
+def has_barrier(k): return k in ("manifest", "commit") and DESIGN != "PostWriteCheck"
 def has_fence(k):
-    return (k in ("manifest", "watermark") and DESIGN not in ("BarrierOnly", "PostWriteCheck")) or (k == "release" and DESIGN != "UnfencedRelease")
+    return (k in ("manifest", "commit") and DESIGN not in ("BarrierOnly", "PostWriteCheck")) or (k == "release" and DESIGN != "UnfencedRelease")
 def pairs(m, w): return m[0] == w[0] and (DESIGN == "MembershipOnVersionAlone" or m[1] == w[1])
 def members(s, W): return frozenset(m[2] for m in s.manifest if any(w[0] <= W and pairs(m, w) for w in s.watermark))
-def visible(s, k): return k in members(s, maxwm(s))
+def visible(s, k): return k in members(s, published_head(s))
 def fresh(s, n): return s.nextId + n <= MaxId + 1
 def local_init(s_inv, p, inc): return Pub(pc="done" if p in s_inv else "idle", inc=inc)
-def prompt(l): return (l.pc == "lease_readback" and l.mode == "renew") or l.pc in ("manifest", "watermark")
+def prompt(l): return (l.pc == "lease_readback" and l.mode == "renew") or l.pc in ("manifest", "commit")
 def setpub(s, i, **kw):
     pub = list(s.pub); pub[i] = replace(pub[i], **kw); return tuple(pub)
 
@@ -74,8 +74,8 @@ def append_lease(s, row):
 def complete(s, st, killed):
     i = P.index(st.owner); l = s.pub[i]
     if l.inc != st.inc: return s.pub
-    if st.kind == "manifest": nxt = "idle" if killed else "watermark"
-    elif st.kind == "watermark": nxt = "readback"
+    if st.kind == "manifest": nxt = "idle" if killed else "commit"
+    elif st.kind == "commit": nxt = "readback"
     else: nxt = "released"
     lid = NoLid if (st.kind == "release" and not killed) else l.lid
     return setpub(s, i, pc=nxt, lid=lid)
@@ -132,16 +132,16 @@ def succ(s):
                 out.append(("IssueManifest", replace(s, inflight=s.inflight | {st}, pub=setpub(s, i, pc="manifest_wait", pid=s.nextId), nextId=s.nextId + 1)))
             else:
                 out.append(("IssueManifest", replace(s, pub=setpub(s, i, pc="exhausted"))))
-        if l.pc == "watermark":
-            st = Stmt(p, l.inc, "watermark", "issued", l.v, l.pid, l.lid, s.now)
-            out.append(("IssueWatermark", replace(s, inflight=s.inflight | {st}, pub=setpub(s, i, pc="watermark_wait"))))
+        if l.pc == "commit":
+            st = Stmt(p, l.inc, "commit", "issued", l.v, l.pid, l.lid, s.now)
+            out.append(("IssueCommitRow", replace(s, inflight=s.inflight | {st}, pub=setpub(s, i, pc="commit_wait"))))
         if l.pc == "readback":
             atV = {w for w in s.watermark if w[0] == l.v}
             mine = (l.v, l.pid) in atV; alien = any(w[1] != l.pid for w in atV)
             h = head(s)
             absent = "LostRace" if (h is not None and h[1] == l.lid) else "LeaseLost"
             if DESIGN == "CountOnlyReadBack": oc = "Won" if atV else absent
-            elif DESIGN == "PostWriteCheck": oc = "Won" if (mine and maxwm(s) == l.v) else "LostRace"
+            elif DESIGN == "PostWriteCheck": oc = "Won" if (mine and published_head(s) == l.v) else "LostRace"
             else: oc = ("Won" if not alien else "Conflict") if mine else absent
             if oc in ("Won", "Conflict"): pc = "done" if DESIGN == "InventoryBeforePublish" else "inventory"
             elif oc == "LostRace": pc = "alloc_head"
@@ -157,7 +157,7 @@ def succ(s):
             out.append(("CrashRestart", replace(s, crashes=s.crashes + 1, pub=tuple(pub))))
     for st in s.inflight:
         if st.phase != "evaluated" and not (st.kind == "release" and head_term(s) + 1 > MaxTerm):
-            barrier = (not has_barrier(st.kind)) or maxwm(s) < st.v
+            barrier = (not has_barrier(st.kind)) or published_head(s) < st.v
             split = DESIGN == "TwoSubqueryFence" and st.kind != "release"
             h = head(s)
             if split and st.phase == "issued":
@@ -170,7 +170,7 @@ def succ(s):
         if st.phase == "evaluated":
             kw = {}
             if st.pass_ and st.kind == "manifest": kw["manifest"] = s.manifest | {(st.v, st.pid, st.owner)}
-            if st.pass_ and st.kind == "watermark": kw["watermark"] = s.watermark | {(st.v, st.pid)}
+            if st.pass_ and st.kind == "commit": kw["watermark"] = s.watermark | {(st.v, st.pid)}
             if st.pass_ and st.kind == "release": kw.update(append_lease(s, (st.term, NoLid, st.owner, st.inc, s.now)))
             out.append(("LandRows", replace(s, inflight=s.inflight - {st}, fencedLanded=s.fencedLanded or (st.pass_ and not st.fenceOk), pub=complete(s, st, False), **kw)))
         if s.now >= st.start + EffCap():
@@ -178,8 +178,8 @@ def succ(s):
     for j, r in enumerate(R):
         d = s.rd[j]
         if not d.pinned:
-            m = members(s, maxwm(s)); rd = list(s.rd); rd[j] = Rd(True, maxwm(s), m, m)
-            out.append(("PinWatermark", replace(s, rd=tuple(rd))))
+            m = members(s, published_head(s)); rd = list(s.rd); rd[j] = Rd(True, published_head(s), m, m)
+            out.append(("PinSnapshot", replace(s, rd=tuple(rd))))
         elif d.reread != members(s, d.w):
             rd = list(s.rd); rd[j] = replace(d, reread=members(s, d.w))
             out.append(("ReReadSnapshot", replace(s, rd=tuple(rd))))

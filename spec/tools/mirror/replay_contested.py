@@ -15,9 +15,9 @@ exec(src)
 init = S(0, frozenset(), frozenset(), frozenset(), frozenset(), frozenset(), frozenset(), tuple(Pub() for _ in P), tuple(Rd() for _ in R), 1, 0, 0, False, frozenset(), frozenset(), False, False, False)
 seq = """ReadLeaseHead ClaimLease ReadBackLease ReadVersionHead ClaimVersion ReadBackVersion ReadLeaseHead
 Tick Tick Tick ReadLeaseHead
-ClaimLease ReadBackLease IssueManifest EvaluateGuard LandRows IssueWatermark EvaluateGuard
-ClaimLease ReadBackLease ReadLeaseHead ClaimLease ReadBackLease ReadVersionHead ClaimVersion ReadBackVersion ReadLeaseHead ClaimLease ReadBackLease IssueManifest EvaluateGuard LandRows IssueWatermark EvaluateGuard LandRows
-PinWatermark LandRows""".split()
+ClaimLease ReadBackLease IssueManifest EvaluateGuard LandRows IssueCommitRow EvaluateGuard
+ClaimLease ReadBackLease ReadLeaseHead ClaimLease ReadBackLease ReadVersionHead ClaimVersion ReadBackVersion ReadLeaseHead ClaimLease ReadBackLease IssueManifest EvaluateGuard LandRows IssueCommitRow EvaluateGuard LandRows
+PinSnapshot LandRows""".split()
 def dfs(s, k):
     if invariants(s): return (k, invariants(s))
     if k == len(seq): return None

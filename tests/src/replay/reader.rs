@@ -1,4 +1,4 @@
-//! The reader's steps. The model's `PinWatermark` runs capcat-proto's
+//! The reader's steps. The model's `PinSnapshot` runs capcat-proto's
 //! `SearchPage` machine (pin W, then the search at W) and its
 //! `ReReadSnapshot` re-reads the snapshot at the pinned W; the trace does
 //! not carry these statements, so the replay builds them with the same
@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use capcat_proto::designs::{
-    membership_on_version_alone, rows_above_watermark, unpublished_rows_resolve,
+    membership_on_version_alone, rows_above_pinned, unpublished_rows_resolve,
 };
 use capcat_proto::reader::{SearchFilter, SearchPage, SearchQuery};
 use capcat_proto::{Expect, Input, Machine, Statement, Step, Value};
@@ -28,7 +28,7 @@ pub type Resolved = BTreeSet<(String, String, String)>;
 #[derive(Clone, Debug)]
 pub struct PinnedRead {
     /// W.
-    pub watermark: u64,
+    pub version: u64,
     /// The search statement at W (re-run to re-read).
     pub search: Statement,
     /// The packs it returned at pinning.
@@ -112,7 +112,7 @@ fn section<'a>(text: &'a str, label: &str) -> Option<&'a str> {
 
 /// The model's pin: (W, membership, snapshot).
 fn predicted_pin(text: &str) -> Option<(u64, String, Snapshot)> {
-    let w = model_atoms(section(text, "watermark: ")?.split(',').next()?)
+    let w = model_atoms(section(text, "version: ")?.split(',').next()?)
         .first()?
         .parse()
         .ok()?;
@@ -150,7 +150,10 @@ impl PinnedRead {
         let Step::Execute(search) = page.poll() else {
             return Err((pin.sql, "the reader machine asked for no search".to_owned()));
         };
-        let watermark = match search.params.get(capcat_proto::fragments::WATERMARK_PARAM) {
+        let version = match search
+            .params
+            .get(capcat_proto::fragments::PINNED_VERSION_PARAM)
+        {
             Some(capcat_proto::Param::UInt64(w)) => *w,
             _ => 0,
         };
@@ -160,10 +163,10 @@ impl PinnedRead {
             }
             _ => search,
         };
-        // The model's `RowsAboveWatermark` and `UnpublishedRowsResolve`
+        // The model's `RowsAbovePinned` and `UnpublishedRowsResolve`
         // readers, through the same hooks.
         let search = if predicted.contains("rows_bounded: None") {
-            rows_above_watermark(&search, db.tables())
+            rows_above_pinned(&search, db.tables())
         } else if predicted.contains("rows_bounded: AtOrBelow") {
             unpublished_rows_resolve(&search, db.tables())
         } else {
@@ -173,7 +176,7 @@ impl PinnedRead {
         let snapshot = packs_of(&search, &rows);
         let resolved = resolved_of(&search, &rows);
         Ok(Self {
-            watermark,
+            version,
             search,
             snapshot,
             rows: resolved,
@@ -198,9 +201,9 @@ impl PinnedRead {
 
     /// Compares the pin with the model's: `Err((predicted, actual))`.
     pub fn compare_pin(&self, predicted: &str) -> Result<(), (String, String)> {
-        let actual = format!("W={} {:?}", self.watermark, self.snapshot);
+        let actual = format!("W={} {:?}", self.version, self.snapshot);
         match predicted_pin(predicted) {
-            Some((w, _, snapshot)) if w == self.watermark && snapshot == self.snapshot => Ok(()),
+            Some((w, _, snapshot)) if w == self.version && snapshot == self.snapshot => Ok(()),
             Some((w, m, snapshot)) => Err((format!("W={w} ({m}) {snapshot:?}"), actual)),
             None => Err((format!("unreadable prediction {predicted}"), actual)),
         }
@@ -226,7 +229,7 @@ mod tests {
 
     #[test]
     fn the_model_reader_notation_is_read() {
-        let text = "ReaderState { pinned: Some(Pinned { watermark: 2, membership: Paired, snapshot: {(\"s\", 00000000-0000-0000-0000-0000facc0001)} }), reread: Some({}) }";
+        let text = "ReaderState { pinned: Some(Pinned { version: 2, membership: Paired, snapshot: {(\"s\", 00000000-0000-0000-0000-0000facc0001)} }), reread: Some({}) }";
         let (w, m, s) = predicted_pin(text).expect("a pin");
         assert_eq!((w, m.as_str()), (2, "Paired"));
         assert_eq!(

@@ -310,11 +310,11 @@ mod tests {
             "config": "ModelConfig { ttl_ticks: 2, foreign_writes: 0 }",
             "sql": ["INSERT INTO m_index_watermark (index_version) SELECT {v:UInt64}"],
             "steps": [{
-                "action": "IssueWatermark p0 (publish.insert_watermark)",
+                "action": "IssueCommitRow p0 (publish.insert_commit_row)",
                 "actor": "p0",
                 "predicted": { "sent": "in flight" },
                 "statement": {
-                    "name": "publish.insert_watermark",
+                    "name": "publish.insert_commit_row",
                     "sql_ref": 0,
                     "params": { "v": { "type": "UInt64", "value": "1" } },
                     "settings": { "select_sequential_consistency": true, "max_execution_time_s": 1 },

@@ -16,7 +16,7 @@ use capcat_proto::designs::{
 use capcat_proto::fragments::meaning::{self, Reach};
 use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_EXPIRES_PARAM, LEASE_ID_PARAM,
-    LEASE_TERM_PARAM, MANIFEST_PACKS_PARAM, MembershipBound, TERM_PARAM, WATERMARK_PARAM,
+    LEASE_TERM_PARAM, MANIFEST_PACKS_PARAM, MembershipBound, PINNED_VERSION_PARAM, TERM_PARAM,
 };
 use capcat_proto::{PackRef, Param, Tables};
 use uuid::Uuid;
@@ -250,10 +250,10 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
     for &reach in &state.params.reaches {
         let (bound, w) = match reach {
             Reach::Published => (MembershipBound::Published, None),
-            Reach::AtOrBelow(w) => (MembershipBound::PinnedAtWatermark, Some(w)),
+            Reach::AtOrBelow(w) => (MembershipBound::Pinned, Some(w)),
         };
         let params: Vec<(&str, Param)> = w
-            .map(|w| (WATERMARK_PARAM, Param::UInt64(w)))
+            .map(|w| (PINNED_VERSION_PARAM, Param::UInt64(w)))
             .into_iter()
             .collect();
         probe.add(
@@ -286,7 +286,7 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
                 &fragments::pinned_rows(tables),
                 "(SELECT number AS i, number AS index_version FROM numbers(6))",
             ),
-            &[(WATERMARK_PARAM, Param::UInt64(w))],
+            &[(PINNED_VERSION_PARAM, Param::UInt64(w))],
             mask(
                 (0..6)
                     .filter(|v| meaning::pinned_row(&state.watermark, *v, w))
@@ -299,7 +299,7 @@ fn publication_fragments(probe: &mut Probe, tables: &Tables, state: &State) {
                 &rows_at_or_below_text(),
                 "(SELECT number AS i, number AS index_version FROM numbers(6))",
             ),
-            &[(WATERMARK_PARAM, Param::UInt64(w))],
+            &[(PINNED_VERSION_PARAM, Param::UInt64(w))],
             mask(
                 (0..6)
                     .filter(|v| rejected::rows_at_or_below(*v, w))

@@ -8,7 +8,7 @@
 //! - Expiries at a tombstone (0), well past, one nanosecond either side of
 //!   now, and one nanosecond either side of now plus each margin.
 //! - Publish ids and packs shared across versions and stores, so that
-//!   foreign publish ids, manifest rows without their watermark, duplicate
+//!   foreign publish ids, manifest rows without their commit row, duplicate
 //!   manifest rows and mirrored pack ids all occur.
 
 use std::collections::BTreeSet;
@@ -95,8 +95,8 @@ pub enum Write {
         margin: u64,
         packs: Vec<PackRef>,
     },
-    /// `publish.insert_watermark`.
-    Watermark {
+    /// `publish.insert_commit_row`.
+    CommitRow {
         version: u64,
         publish_id: Uuid,
         lease: Uuid,
@@ -118,7 +118,7 @@ pub struct Params {
     pub completes: Vec<(u64, Uuid, u64)>,
     /// Membership and the published pairs: how far they reach.
     pub reaches: Vec<Reach>,
-    /// `pinned_rows`: the watermark.
+    /// `pinned_rows`: the pinned version.
     pub pins: Vec<u64>,
     /// Whether the state runs under `aggregate_functions_null_for_empty = 1`,
     /// where `max()` and `count()` over no rows are NULL: a server setting
@@ -328,7 +328,7 @@ fn write() -> impl Strategy<Value = Write> {
                 }
             ),
         (0..=TOP + 1, publish_id(), lease_id(), margin(), 0..=4_u64).prop_map(
-            |(version, publish_id, lease, margin, manifest_packs)| Write::Watermark {
+            |(version, publish_id, lease, margin, manifest_packs)| Write::CommitRow {
                 version,
                 publish_id,
                 lease,
@@ -341,7 +341,7 @@ fn write() -> impl Strategy<Value = Write> {
 
 /// Generated table states. Lease logs are biased towards ties at the top
 /// term (every row's term is drawn from five), and manifests towards the
-/// watermark's own publishes (both draw from three publish ids).
+/// commit rows' own publishes (both draw from three publish ids).
 pub fn state() -> impl Strategy<Value = State> {
     (
         prop::collection::vec(lease_row(), 0..=6),

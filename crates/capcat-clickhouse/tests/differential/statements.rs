@@ -171,10 +171,10 @@ pub async fn reads(
         meaning::committed(state.inventory.iter().map(|(p, _, _)| p), &state.asked),
     );
 
-    let pin = run(transport, &at_now(state, reader::pin_watermark(t), false)).await?;
+    let pin = run(transport, &at_now(state, reader::pin_snapshot(t), false)).await?;
     compare(
         &mut out,
-        "reader.pin_watermark",
+        "reader.pin_snapshot",
         pin.0,
         vec![vec![Value::UInt64(meaning::published_head(
             &state.watermark,
@@ -382,7 +382,7 @@ pub async fn write(
                 predicted,
             );
         }
-        Write::Watermark {
+        Write::CommitRow {
             version,
             publish_id,
             lease,
@@ -390,7 +390,7 @@ pub async fn write(
             manifest_packs,
         } => {
             let stmt = with_margin(
-                publish::sql::insert_watermark(
+                publish::sql::insert_commit_row(
                     t,
                     &cfg,
                     *version,

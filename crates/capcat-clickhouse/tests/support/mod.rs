@@ -211,7 +211,7 @@ impl Live {
             .await
     }
 
-    /// Every row of the watermark and the manifest, in a total order, with
+    /// Every row of the watermark and the manifest tables, in a total order, with
     /// every column: what "byte for byte unchanged" is compared on.
     pub async fn publication_tables(&self) -> (Vec<Vec<Value>>, Vec<Vec<Value>>) {
         let t = self.tables();

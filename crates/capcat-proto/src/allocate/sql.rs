@@ -10,7 +10,7 @@ use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
 use crate::tables::Tables;
 
 /// `allocate.read_head`: the highest version claimed or published. The
-/// watermark is included so that a retention job pruning old claims can
+/// watermark table is included so that a retention job pruning old claims can
 /// never hand out a version at or below the published head.
 pub fn read_head(tables: &Tables) -> Statement {
     Statement {

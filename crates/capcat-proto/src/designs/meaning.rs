@@ -60,7 +60,7 @@ where
 }
 
 /// Membership on the version alone: a manifest row counts when ANY
-/// watermark row at its version stands within `reach`.
+/// commit row at its version stands within `reach`.
 pub fn version_only_members<'a, M, W>(manifest: M, watermark: W, reach: Reach) -> BTreeSet<PackRef>
 where
     M: IntoIterator<Item = &'a (u64, Uuid, PackRef)>,

@@ -82,7 +82,7 @@ pub enum Design {
     /// The seed's claim read-back: the claimed term only.
     OwnTermReadBack,
     /// The pinned read without its bound on descriptor rows.
-    RowsAboveWatermark,
+    RowsAbovePinned,
     /// The fence names the lease id, not the exact head row.
     LeaseIdFence,
     /// The caller forgets a guarded statement that timed out (the lease's
@@ -129,7 +129,7 @@ impl Design {
         Design::ContestedTermTakenAtOnce,
         Design::MarginlessFence,
         Design::OwnTermReadBack,
-        Design::RowsAboveWatermark,
+        Design::RowsAbovePinned,
         Design::LeaseIdFence,
         Design::NoSettleAfterTimeout,
         Design::UnpublishedRowsResolve,
@@ -153,7 +153,7 @@ impl Design {
             Design::ContestedTermTakenAtOnce => "ContestedTermTakenAtOnce",
             Design::MarginlessFence => "MarginlessFence",
             Design::OwnTermReadBack => "OwnTermReadBack",
-            Design::RowsAboveWatermark => "RowsAboveWatermark",
+            Design::RowsAbovePinned => "RowsAbovePinned",
             Design::LeaseIdFence => "LeaseIdFence",
             Design::NoSettleAfterTimeout => "NoSettleAfterTimeout",
             Design::UnpublishedRowsResolve => "UnpublishedRowsResolve",
@@ -179,7 +179,7 @@ impl Design {
             | Design::OwnTermReadBack
             | Design::PostWriteCheck
             | Design::MembershipOnVersionAlone
-            | Design::RowsAboveWatermark
+            | Design::RowsAbovePinned
             | Design::UnpublishedRowsResolve => Acts::Statements,
             Design::ContestedTermTakenAtOnce => Acts::StatementsAndAnswers,
             Design::CountOnlyReadBack => Acts::Answers,
@@ -195,7 +195,7 @@ impl Design {
     pub fn rewrite(self, stmt: Statement, tables: &Tables, cfg: &Config) -> Statement {
         let publish = matches!(
             stmt.name,
-            "publish.insert_manifest" | "publish.insert_watermark"
+            "publish.insert_manifest" | "publish.insert_commit_row"
         );
         let fenced = publish || stmt.name == "lease.release";
         let pinned_read = matches!(stmt.name, "reader.search_page" | "reader.get_by_ids");
@@ -226,7 +226,7 @@ impl Design {
             Design::MembershipOnVersionAlone if pinned_read => {
                 membership_on_version_alone(&stmt, tables)
             }
-            Design::RowsAboveWatermark if pinned_read => rows_above_watermark(&stmt, tables),
+            Design::RowsAbovePinned if pinned_read => rows_above_pinned(&stmt, tables),
             Design::UnpublishedRowsResolve if pinned_read => {
                 unpublished_rows_resolve(&stmt, tables)
             }

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 
 use crate::fragments::version_barrier;
 use crate::fragments::{
-    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, SERVER_NOW_NS, TERM_PARAM,
-    WATERMARK_PARAM, claim_read_back, lease_fence, manifest_complete, membership_predicate,
-    pinned_rows,
+    FENCE_MARGIN_PARAM, LEASE_ID_PARAM, LEASE_ORDER, MembershipBound, PINNED_VERSION_PARAM,
+    SERVER_NOW_NS, TERM_PARAM, claim_read_back, lease_fence, manifest_complete,
+    membership_predicate, pinned_rows,
 };
 use crate::statement::{Column, ColumnType, Expect, Param, Statement};
 use crate::tables::Tables;
@@ -90,7 +90,7 @@ pub fn own_term_read_back(stmt: &Statement, tables: &Tables) -> Statement {
     replaced(stmt, &claim_read_back(tables), &own_term_read_back_text())
 }
 
-/// `stmt` (a `publish.insert_watermark`) without `AND MANIFEST_COMPLETE`.
+/// `stmt` (a `publish.insert_commit_row`) without `AND MANIFEST_COMPLETE`.
 pub fn without_manifest_check(stmt: &Statement, tables: &Tables) -> Statement {
     replaced(stmt, &format!(" AND {}", manifest_complete(tables)), "")
 }
@@ -98,14 +98,14 @@ pub fn without_manifest_check(stmt: &Statement, tables: &Tables) -> Statement {
 /// `stmt` (a pinned reader statement) without its bound on descriptor rows
 /// ([`pinned_rows`]): membership alone decides, and `argMax` may resolve a
 /// row written above W.
-pub fn rows_above_watermark(stmt: &Statement, tables: &Tables) -> Statement {
+pub fn rows_above_pinned(stmt: &Statement, tables: &Tables) -> Statement {
     replaced(stmt, &format!("{}\n      AND ", pinned_rows(tables)), "")
 }
 
 /// The row bound before it asked for a published version:
-/// `index_version <= {watermark:UInt64}`.
+/// `index_version <= {pinned_version:UInt64}`.
 pub fn rows_at_or_below_text() -> String {
-    format!("index_version <= {{{WATERMARK_PARAM}:UInt64}}")
+    format!("index_version <= {{{PINNED_VERSION_PARAM}:UInt64}}")
 }
 
 /// `stmt` (a pinned reader statement) bounding its descriptor rows by
@@ -116,13 +116,13 @@ pub fn unpublished_rows_resolve(stmt: &Statement, tables: &Tables) -> Statement 
 }
 
 /// The rejected membership predicate: a manifest row counts when ANY
-/// watermark row at its version stands, whoever wrote it (no `publish_id`
+/// commit row at its version stands, whoever wrote it (no `publish_id`
 /// pairing). Whoever wins V then admits whatever anyone wrote at V.
 pub fn version_only_membership_predicate(tables: &Tables, bound: MembershipBound) -> String {
     let upper = match bound {
         MembershipBound::Published => String::new(),
-        MembershipBound::PinnedAtWatermark => {
-            format!(" WHERE index_version <= {{{WATERMARK_PARAM}:UInt64}}")
+        MembershipBound::Pinned => {
+            format!(" WHERE index_version <= {{{PINNED_VERSION_PARAM}:UInt64}}")
         }
     };
     format!(
@@ -137,10 +137,7 @@ pub fn version_only_membership_predicate(tables: &Tables, bound: MembershipBound
 /// predicate replaced by [`version_only_membership_predicate`].
 pub fn membership_on_version_alone(stmt: &Statement, tables: &Tables) -> Statement {
     let mut out = stmt.clone();
-    for bound in [
-        MembershipBound::PinnedAtWatermark,
-        MembershipBound::Published,
-    ] {
+    for bound in [MembershipBound::Pinned, MembershipBound::Published] {
         out.sql = out.sql.replace(
             &membership_predicate(tables, bound),
             &version_only_membership_predicate(tables, bound),
@@ -167,7 +164,7 @@ pub fn two_subquery_fence(stmt: &Statement, tables: &Tables) -> Statement {
 
 /// `stmt` (a publish INSERT) with its whole guard, `VERSION_BARRIER AND
 /// LEASE_FENCE`, replaced by `1 = 1`: the unguarded writes of the
-/// post-write-check design. The watermark keeps `AND MANIFEST_COMPLETE`.
+/// post-write-check design. The commit row keeps `AND MANIFEST_COMPLETE`.
 pub fn without_publish_guard(stmt: &Statement, tables: &Tables) -> Statement {
     let guard = format!("{} AND {}", version_barrier(tables), lease_fence(tables));
     replaced(stmt, &guard, "1 = 1")
@@ -232,7 +229,7 @@ mod tests {
     #[test]
     fn the_fence_hook_removes_exactly_the_fence() {
         let cfg = Config::default();
-        let stmt = crate::publish::sql::insert_watermark(
+        let stmt = crate::publish::sql::insert_commit_row(
             &tables(),
             &cfg,
             3,

@@ -250,18 +250,18 @@ where
     u64::try_from(distinct.len()).is_ok_and(|n| n == packs)
 }
 
-/// How far membership reaches, with the pinned watermark as a value (the
+/// How far membership reaches, with the pinned version as a value (the
 /// text's [`MembershipBound`](super::MembershipBound) names the placeholder).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reach {
     /// Every publish that landed (the public view).
     Published,
-    /// Publishes at or below this watermark (a pinned reader).
+    /// Publishes at or below this version (a pinned reader).
     AtOrBelow(u64),
 }
 
 /// `published_pairs`: the `(index_version, publish_id)` of every standing
-/// watermark row within `reach`.
+/// commit row within `reach`.
 pub fn published_pairs<'a, I>(watermark: I, reach: Reach) -> BTreeSet<(u64, Uuid)>
 where
     I: IntoIterator<Item = &'a (u64, Uuid)>,
@@ -277,7 +277,7 @@ where
 }
 
 /// The membership predicate: the packs of manifest rows whose publish's
-/// watermark row stands within `reach`.
+/// commit row stands within `reach`.
 pub fn members<'a, M, W>(manifest: M, watermark: W, reach: Reach) -> BTreeSet<PackRef>
 where
     M: IntoIterator<Item = &'a (u64, Uuid, PackRef)>,
@@ -292,8 +292,8 @@ where
 }
 
 /// `pinned_rows`: a descriptor row written for `version` resolves at a
-/// pinned watermark `w` when `version` is at or below `w` and published
-/// (a watermark row stands at it).
+/// pinned version `w` when `version` is at or below `w` and published
+/// (a commit row stands at it).
 pub fn pinned_row<'a, W>(watermark: W, version: u64, w: u64) -> bool
 where
     W: IntoIterator<Item = &'a (u64, Uuid)>,

@@ -144,12 +144,12 @@ pub const MANIFEST_PACKS_PARAM: &str = "manifest_packs";
 /// attempt, `({index_version:UInt64}, {publish_id:UUID})`, stands: as many
 /// distinct packs as `{manifest_packs:UInt64}`.
 ///
-/// It guards the watermark row, so a watermark never makes a publish
+/// It guards the commit row, so a commit row never makes a publish
 /// visible without its members. An `INSERT ... SELECT` whose guard is false
 /// succeeds and writes nothing; without this check a manifest chunk fenced
-/// out by a moment's lease trouble, followed by a watermark whose fence
+/// out by a moment's lease trouble, followed by a commit row whose fence
 /// passed again, reported `Won` for a publish that admits no pack
-/// (`UnpairedWatermark`).
+/// (`UnpairedCommitRow`).
 pub fn manifest_complete(tables: &Tables) -> String {
     format!(
         "(SELECT uniqExact(store_id, pack_id) FROM {manifest} \
@@ -177,30 +177,30 @@ pub fn version_barrier(tables: &Tables) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MembershipBound {
     /// Every publish that has landed: the public view's meaning. Every
-    /// watermark row is at or below the published head by definition, so
+    /// commit row is at or below the published head by definition, so
     /// the pairing alone is the bound.
     Published,
-    /// Publishes at or below a pinned watermark, bound as the
-    /// `{watermark:UInt64}` parameter: the reader's meaning. This is what
+    /// Publishes at or below a pinned version, bound as the
+    /// `{pinned_version:UInt64}` parameter: the reader's meaning. This is what
     /// makes a pinned snapshot unable to grow.
-    PinnedAtWatermark,
+    Pinned,
 }
 
-/// The name of the parameter carrying the pinned watermark.
-pub const WATERMARK_PARAM: &str = "watermark";
+/// The name of the parameter carrying the pinned version.
+pub const PINNED_VERSION_PARAM: &str = "pinned_version";
 
-/// `(index_version, publish_id) IN (<watermark rows>)`: a manifest row
-/// counts only when the watermark row of the SAME publish stands.
+/// `(index_version, publish_id) IN (<commit rows>)`: a manifest row
+/// counts only when the commit row of the SAME publish stands.
 ///
 /// Pairing on the version alone would let anyone who wrote manifest rows
 /// at V (a publish that lost, an operator) have them admitted by whoever
-/// won V. A lost publish never writes its watermark row, so the manifest
+/// won V. A lost publish never writes its commit row, so the manifest
 /// rows it left behind are inert.
 pub fn published_pairs(tables: &Tables, bound: MembershipBound) -> String {
     let upper = match bound {
         MembershipBound::Published => String::new(),
-        MembershipBound::PinnedAtWatermark => {
-            format!(" WHERE index_version <= {{{WATERMARK_PARAM}:UInt64}}")
+        MembershipBound::Pinned => {
+            format!(" WHERE index_version <= {{{PINNED_VERSION_PARAM}:UInt64}}")
         }
     };
     format!(
@@ -216,18 +216,18 @@ pub fn published_pairs(tables: &Tables, bound: MembershipBound) -> String {
 /// Membership alone says which PACKS a snapshot holds, not which rows of
 /// them. A pack that is a member at W can gain more rows later: a pass
 /// that ran again for it (a crash between its `Won` and its inventory row,
-/// or a watermark that landed after its client was told it timed out)
+/// or a commit row that landed after its client was told it timed out)
 /// writes descriptor rows at a version of its own. Above W, `argMax` would
-/// prefer them at every pinned W (`RowsAboveWatermark`); below W, at a
+/// prefer them at every pinned W (`RowsAbovePinned`); below W, at a
 /// version that pass claimed but never published (a successor had already
 /// published above it), a bound of `index_version <= W` alone still admits
 /// them (`UnpublishedRowsResolve`). Every version has one allocator (the
-/// sole-claimant claim), so a version with a watermark row was published by
+/// sole-claimant claim), so a version with a commit row was published by
 /// the pass that wrote its descriptor rows.
 pub fn pinned_rows(tables: &Tables) -> String {
     format!(
         "index_version IN (SELECT index_version FROM {} \
-         WHERE index_version <= {{{WATERMARK_PARAM}:UInt64}})",
+         WHERE index_version <= {{{PINNED_VERSION_PARAM}:UInt64}})",
         tables.index_watermark()
     )
 }

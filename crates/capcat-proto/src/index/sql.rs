@@ -20,7 +20,7 @@ use super::IndexError;
 /// `index.insert_descriptors`: write one chunk of descriptor rows.
 ///
 /// Unconditional on purpose: a descriptor row is inert until a manifest row
-/// paired with a watermark row admits its pack, so writing it needs no guard,
+/// paired with a commit row admits its pack, so writing it needs no guard,
 /// and a lost publish leaves rows no reader can see. The caller chunks (at
 /// most [`crate::config::MAX_CHUNK`] rows per statement).
 ///

@@ -69,7 +69,7 @@ pub struct Lease {
     /// it, the lease sends no guarded statement: a publish attempt ends
     /// [`Unsettled`](crate::publish::PublishError::Unsettled) after its
     /// renewal, and a [`Release`] is not sent (the lease is left to
-    /// expire). Acting earlier would let an abandoned watermark land under
+    /// expire). Acting earlier would let an abandoned commit row land under
     /// a snapshot pinned after the holder's next publish, or after a
     /// successor took over on its release tombstone.
     pub unsettled_until_ns: u64,

@@ -60,7 +60,7 @@ pub enum PublishError {
         source: LeaseError,
     },
     /// A publish statement failed. A failed manifest INSERT leaves at most
-    /// inert rows (no watermark row was attempted); a failed watermark INSERT
+    /// inert rows (no commit row was attempted); a failed commit-row INSERT
     /// is ambiguous: it may still land and make V visible, which is why the
     /// caller must not record the packs in the inventory (a later pass then
     /// republishes them, costing redundant work and never a lost pack).

@@ -15,7 +15,7 @@ use super::{LostRace, PackRef, PublishError, PublishOutcome, sql};
 enum State {
     Renew(Box<LeaseClaim>),
     Manifest { chunk: usize },
-    Watermark,
+    CommitRow,
     ReadBack,
     ReadHead { found: BTreeSet<Uuid> },
     Done(Result<PublishOutcome, PublishError>),
@@ -25,7 +25,7 @@ enum State {
 ///
 /// Statements of an uncontested publish of up to one chunk of packs:
 /// `lease.read_head`, `lease.insert_claim`, `lease.read_claims` (the
-/// renewal), `publish.insert_manifest`, `publish.insert_watermark`,
+/// renewal), `publish.insert_manifest`, `publish.insert_commit_row`,
 /// `publish.read_publish_ids`: six. A lost attempt adds `lease.read_head`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Publish {
@@ -158,17 +158,17 @@ impl Publish {
                 if chunk + 1 < self.chunks() {
                     State::Manifest { chunk: chunk + 1 }
                 } else {
-                    State::Watermark
+                    State::CommitRow
                 }
             }
-            // The watermark must never be written unless every manifest row
+            // The commit row must never be written unless every manifest row
             // is known to stand: a failed chunk ends the attempt here.
             (State::Manifest { .. }, Input::Failed(failure)) => {
                 self.guarded_failed("publish.insert_manifest", failure)
             }
-            (State::Watermark, Input::Rows(_)) => State::ReadBack,
-            (State::Watermark, Input::Failed(failure)) => {
-                self.guarded_failed("publish.insert_watermark", failure)
+            (State::CommitRow, Input::Rows(_)) => State::ReadBack,
+            (State::CommitRow, Input::Failed(failure)) => {
+                self.guarded_failed("publish.insert_commit_row", failure)
             }
             (State::ReadBack, Input::Rows(rows)) => self.on_read_back(&rows),
             (State::ReadBack, Input::Failed(failure)) => {
@@ -181,7 +181,7 @@ impl Publish {
             // No state of a publish but its renewal asks for a draw.
             (
                 State::Manifest { .. }
-                | State::Watermark
+                | State::CommitRow
                 | State::ReadBack
                 | State::ReadHead { .. },
                 input @ Input::Drawn(_),
@@ -287,7 +287,7 @@ impl Machine for Publish {
                     self.chunk(chunk),
                 ))
             }
-            State::Watermark => Step::Execute(sql::insert_watermark(
+            State::CommitRow => Step::Execute(sql::insert_commit_row(
                 &self.tables,
                 &self.cfg,
                 self.version,

@@ -5,7 +5,7 @@
 //!    statement is capped at the publish timeout, which the config keeps
 //!    below the TTL.
 //! 2. Insert the manifest rows (`arrayJoin` over the packs, in chunks) and then
-//!    the watermark row, each as ONE `INSERT ... SELECT` whose WHERE clause is
+//!    the commit row, each as ONE `INSERT ... SELECT` whose WHERE clause is
 //!    `VERSION_BARRIER AND LEASE_FENCE`: the check and the visibility write are
 //!    the same server-side statement, so a fenced-out publisher writes nothing.
 //! 3. Read back the publish ids standing at V and classify.
@@ -59,7 +59,7 @@ pub type PackRef = (String, Uuid);
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PublishOutcome {
     /// The read-back found this attempt's publish_id alone at V: the
-    /// watermark row stands and its manifest rows pair with it.
+    /// commit row stands and its manifest rows pair with it.
     Won {
         /// The published version.
         version: u64,

@@ -69,12 +69,12 @@ pub fn insert_manifest(
     }
 }
 
-/// `publish.insert_watermark`: the row that makes V (and the manifest rows
+/// `publish.insert_commit_row`: the row that makes V (and the manifest rows
 /// of the same publish_id) visible, guarded by `VERSION_BARRIER AND
 /// LEASE_FENCE AND MANIFEST_COMPLETE`: it lands only while all
 /// `manifest_packs` manifest rows of this attempt stand, so `Won` means
 /// visible.
-pub fn insert_watermark(
+pub fn insert_commit_row(
     tables: &Tables,
     cfg: &Config,
     version: u64,
@@ -88,7 +88,7 @@ pub fn insert_watermark(
         Param::UInt64(manifest_packs),
     );
     Statement {
-        name: "publish.insert_watermark",
+        name: "publish.insert_commit_row",
         sql: format!(
             "INSERT INTO {watermark} (index_version, publish_id, published_at_ns) \
              SELECT {{{INDEX_VERSION_PARAM}:UInt64}}, {{publish_id:UUID}}, {SERVER_NOW_NS} \

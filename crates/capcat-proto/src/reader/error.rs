@@ -55,30 +55,30 @@ pub enum ReaderError {
         /// The limit.
         max: usize,
     },
-    /// The pinned watermark is above the published head this server sees:
+    /// The pinned version is above the published head this server sees:
     /// the server is behind (a lagging replica), so reading now would
     /// silently return a smaller snapshot than the one pinned.
     #[error(
-        "snapshot pinned at watermark {pinned} but the server's published head is {head}; \
+        "snapshot pinned at version {pinned} but the server's published head is {head}; \
          the server is behind the snapshot, retry against an up-to-date replica"
     )]
-    WatermarkAhead {
-        /// The pinned watermark.
+    SnapshotAhead {
+        /// The pinned version.
         pinned: u64,
         /// The head the server reported.
         head: u64,
     },
-    /// Captures of a pinned selection no longer resolve at its watermark.
+    /// Captures of a pinned selection no longer resolve at its pinned version.
     #[error(
-        "{} capture(s) of tenant {tenant:?} do not resolve at watermark {watermark}: {}",
+        "{} capture(s) of tenant {tenant:?} do not resolve at pinned version {pinned}: {}",
         missing.len(),
         missing.iter().map(Uuid::to_string).collect::<Vec<_>>().join(", ")
     )]
     Unresolved {
         /// The tenant.
         tenant: String,
-        /// The pinned watermark.
-        watermark: u64,
+        /// The pinned version.
+        pinned: u64,
         /// The ids that did not resolve.
         missing: BTreeSet<Uuid>,
     },

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::descriptor::CaptureDescriptor;
 use crate::machine::{Failure, Input, Machine, Step};
 use crate::reader::error::ReaderError;
-use crate::reader::plan::{decode_watermark, get_by_ids, pin_watermark, search_page};
+use crate::reader::plan::{decode_pinned_version, get_by_ids, pin_snapshot, search_page};
 use crate::reader::projection::decode_records;
 use crate::reader::query::{Cursor, SearchQuery};
 use crate::statement::{Rows, Statement};
@@ -21,8 +21,8 @@ use crate::tables::Tables;
 /// One page of a search.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Page {
-    /// The watermark the page was read at.
-    pub watermark: u64,
+    /// The version the page was read at.
+    pub pinned: u64,
     /// The captures, in capture-key order, at most the page size.
     pub records: Vec<CaptureDescriptor>,
     /// Where the next page starts, when there is one.
@@ -42,7 +42,7 @@ pub(super) fn input_error(statement: &'static str, input: Input) -> Result<Rows,
 
 fn check_head(head: u64, pinned: u64) -> Result<(), ReaderError> {
     if head < pinned {
-        Err(ReaderError::WatermarkAhead { pinned, head })
+        Err(ReaderError::SnapshotAhead { pinned, head })
     } else {
         Ok(())
     }
@@ -51,14 +51,11 @@ fn check_head(head: u64, pinned: u64) -> Result<(), ReaderError> {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum SearchState {
     PinHead,
-    Search {
-        watermark: u64,
-        statement: Statement,
-    },
+    Search { pinned: u64, statement: Statement },
     Done(Result<Page, ReaderError>),
 }
 
-/// `SearchPage`: `reader.pin_watermark`, then `reader.search_page`.
+/// `SearchPage`: `reader.pin_snapshot`, then `reader.search_page`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SearchPage {
     tables: Tables,
@@ -79,31 +76,31 @@ impl SearchPage {
     }
 
     fn on_head(&self, rows: &Rows) -> Result<SearchState, ReaderError> {
-        let head = decode_watermark(rows)?;
-        let watermark = match &self.query.cursor {
+        let head = decode_pinned_version(rows)?;
+        let pinned = match &self.query.cursor {
             Some(cursor) => {
-                check_head(head, cursor.watermark)?;
-                cursor.watermark
+                check_head(head, cursor.pinned)?;
+                cursor.pinned
             }
             None => head,
         };
         Ok(SearchState::Search {
-            watermark,
-            statement: search_page(&self.tables, &self.query, watermark)?,
+            pinned,
+            statement: search_page(&self.tables, &self.query, pinned)?,
         })
     }
 
-    fn on_page(&self, watermark: u64, rows: &Rows) -> Result<Page, ReaderError> {
+    fn on_page(&self, pinned: u64, rows: &Rows) -> Result<Page, ReaderError> {
         let mut records = decode_records("reader.search_page", rows)?;
         let size = usize::try_from(self.query.page_size.get()).unwrap_or(usize::MAX);
         let next = if records.len() > size {
             records.truncate(size);
-            records.last().map(|last| Cursor::after(watermark, last))
+            records.last().map(|last| Cursor::after(pinned, last))
         } else {
             None
         };
         Ok(Page {
-            watermark,
+            pinned,
             records,
             next,
         })
@@ -115,7 +112,7 @@ impl Machine for SearchPage {
 
     fn poll(&mut self) -> Step<Self::Outcome> {
         match &self.state {
-            SearchState::PinHead => Step::Execute(pin_watermark(&self.tables)),
+            SearchState::PinHead => Step::Execute(pin_snapshot(&self.tables)),
             SearchState::Search { statement, .. } => Step::Execute(statement.clone()),
             SearchState::Done(outcome) => Step::Done(outcome.clone()),
         }
@@ -124,10 +121,10 @@ impl Machine for SearchPage {
     fn handle(&mut self, input: Input) {
         let next = match &self.state {
             SearchState::PinHead => {
-                input_error("reader.pin_watermark", input).and_then(|rows| self.on_head(&rows))
+                input_error("reader.pin_snapshot", input).and_then(|rows| self.on_head(&rows))
             }
-            SearchState::Search { watermark, .. } => input_error("reader.search_page", input)
-                .and_then(|rows| self.on_page(*watermark, &rows))
+            SearchState::Search { pinned, .. } => input_error("reader.search_page", input)
+                .and_then(|rows| self.on_page(*pinned, &rows))
                 .map(|page| SearchState::Done(Ok(page))),
             SearchState::Done(_) => return,
         };
@@ -135,13 +132,13 @@ impl Machine for SearchPage {
     }
 }
 
-/// What a lookup found at its watermark.
+/// What a lookup found at its pinned version.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Lookup {
     /// The tenant looked up.
     pub tenant_id: String,
-    /// The watermark the lookup resolved at.
-    pub watermark: u64,
+    /// The version the lookup resolved at.
+    pub pinned: u64,
     /// The captures found, by id.
     pub records: BTreeMap<Uuid, CaptureDescriptor>,
     /// The ids asked for and not found.
@@ -150,7 +147,7 @@ pub struct Lookup {
 
 impl Lookup {
     /// Every id must resolve: a pinned selection whose captures no longer
-    /// resolve at its watermark is an error naming them, never a shorter
+    /// resolve at its pinned version is an error naming them, never a shorter
     /// answer.
     pub fn resolve(self) -> Result<BTreeMap<Uuid, CaptureDescriptor>, ReaderError> {
         if self.missing.is_empty() {
@@ -158,7 +155,7 @@ impl Lookup {
         } else {
             Err(ReaderError::Unresolved {
                 tenant: self.tenant_id,
-                watermark: self.watermark,
+                pinned: self.pinned,
                 missing: self.missing,
             })
         }
@@ -172,32 +169,32 @@ enum LookupState {
     Done(Result<Lookup, ReaderError>),
 }
 
-/// `GetByIds`: `reader.pin_watermark` (to prove the server is not behind
+/// `GetByIds`: `reader.pin_snapshot` (to prove the server is not behind
 /// W), then one `reader.get_by_ids` per chunk of at most 1000 ids.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GetByIds {
     tables: Tables,
     tenant_id: String,
-    watermark: u64,
+    pinned: u64,
     requested: BTreeSet<Uuid>,
     found: BTreeMap<Uuid, CaptureDescriptor>,
     state: LookupState,
 }
 
 impl GetByIds {
-    /// A lookup of `ids` for `tenant` at `watermark`.
+    /// A lookup of `ids` for `tenant` at the pinned version `pinned`.
     pub fn new(
         tables: Tables,
         tenant: &str,
         ids: BTreeSet<Uuid>,
-        watermark: u64,
+        pinned: u64,
     ) -> Result<Self, ReaderError> {
         // Validates the tenant and the id bound before anything runs.
-        get_by_ids(&tables, tenant, &ids, watermark)?;
+        get_by_ids(&tables, tenant, &ids, pinned)?;
         Ok(Self {
             tables,
             tenant_id: tenant.to_owned(),
-            watermark,
+            pinned,
             requested: ids,
             found: BTreeMap::new(),
             state: LookupState::PinHead,
@@ -213,7 +210,7 @@ impl GetByIds {
             .collect();
         LookupState::Done(Ok(Lookup {
             tenant_id: self.tenant_id.clone(),
-            watermark: self.watermark,
+            pinned: self.pinned,
             records: self.found.clone(),
             missing,
         }))
@@ -228,13 +225,8 @@ impl GetByIds {
     }
 
     fn on_head(&self, rows: &Rows) -> Result<LookupState, ReaderError> {
-        check_head(decode_watermark(rows)?, self.watermark)?;
-        let queue = get_by_ids(
-            &self.tables,
-            &self.tenant_id,
-            &self.requested,
-            self.watermark,
-        )?;
+        check_head(decode_pinned_version(rows)?, self.pinned)?;
+        let queue = get_by_ids(&self.tables, &self.tenant_id, &self.requested, self.pinned)?;
         Ok(self.after_statement(queue.into()))
     }
 
@@ -260,7 +252,7 @@ impl Machine for GetByIds {
 
     fn poll(&mut self) -> Step<Self::Outcome> {
         match &self.state {
-            LookupState::PinHead => Step::Execute(pin_watermark(&self.tables)),
+            LookupState::PinHead => Step::Execute(pin_snapshot(&self.tables)),
             LookupState::Chunks(queue) => match queue.front() {
                 Some(statement) => Step::Execute(statement.clone()),
                 None => Step::Done(Err(ReaderError::Malformed {
@@ -276,7 +268,7 @@ impl Machine for GetByIds {
         let state = std::mem::replace(&mut self.state, LookupState::PinHead);
         let next = match state {
             LookupState::PinHead => {
-                input_error("reader.pin_watermark", input).and_then(|rows| self.on_head(&rows))
+                input_error("reader.pin_snapshot", input).and_then(|rows| self.on_head(&rows))
             }
             LookupState::Chunks(mut queue) => input_error("reader.get_by_ids", input)
                 .and_then(|rows| self.on_chunk(&rows))

@@ -1,9 +1,9 @@
-//! The reader plan: pin a watermark, resolve captures at it.
+//! The reader plan: pin the published head, resolve captures at it.
 //!
-//! A read pins W, the highest published watermark, read sequentially
+//! A read pins W, the highest published version, read sequentially
 //! consistent. Membership admits a descriptor row only when its pack is in
-//! a manifest row paired on `(index_version, publish_id)` with a watermark
-//! row at or below W ([`crate::fragments::membership_predicate`], the same
+//! a manifest row paired on `(index_version, publish_id)` with a
+//! commit row at or below W ([`crate::fragments::membership_predicate`], the same
 //! predicate the public `{p}_capture` view uses), so a pinned snapshot can
 //! never grow. Rows are grouped on capture identity and resolved by ONE
 //! `argMax(tuple(<every resolved column>), tuple(index_version, store_id,
@@ -24,7 +24,7 @@ mod query;
 pub use error::ReaderError;
 pub use machines::{GetByIds, Lookup, Page, SearchPage};
 pub use pin::PinSnapshot;
-pub use plan::{MAX_LOOKUP_IDS, decode_watermark, get_by_ids, pin_watermark, search_page};
+pub use plan::{MAX_LOOKUP_IDS, decode_pinned_version, get_by_ids, pin_snapshot, search_page};
 pub use projection::{decode_records, encode_record, resolved_columns, result_columns};
 pub use query::{
     Cursor, FILTER_COLUMNS, MAX_PAGE_SIZE, PageSize, Range, SearchFilter, SearchQuery,

@@ -5,10 +5,10 @@ use crate::tables::Tables;
 
 use super::ReaderError;
 use super::machines::input_error;
-use super::plan::{decode_watermark, pin_watermark};
+use super::plan::{decode_pinned_version, pin_snapshot};
 
 /// Reads the published head, the snapshot version a new read pins: one
-/// `reader.pin_watermark`. [`super::SearchPage`] and [`super::GetByIds`]
+/// `reader.pin_snapshot`. [`super::SearchPage`] and [`super::GetByIds`]
 /// start with the same statement; this machine is for a caller that wants
 /// the head alone (a status report, a test).
 ///
@@ -18,7 +18,7 @@ use super::plan::{decode_watermark, pin_watermark};
 ///
 /// let mut pin = PinSnapshot::new(Tables::new("t").unwrap());
 /// let Step::Execute(stmt) = pin.poll() else { unreachable!() };
-/// assert_eq!(stmt.name, "reader.pin_watermark");
+/// assert_eq!(stmt.name, "reader.pin_snapshot");
 /// pin.handle(Input::Rows(Rows(vec![vec![Value::UInt64(4)]])));
 /// assert_eq!(pin.poll(), Step::Done(Ok(4)));
 /// ```
@@ -44,14 +44,15 @@ impl Machine for PinSnapshot {
     fn poll(&mut self) -> Step<Self::Outcome> {
         match &self.outcome {
             Some(outcome) => Step::Done(outcome.clone()),
-            None => Step::Execute(pin_watermark(&self.tables)),
+            None => Step::Execute(pin_snapshot(&self.tables)),
         }
     }
 
     fn handle(&mut self, input: Input) {
         if self.outcome.is_none() {
             self.outcome = Some(
-                input_error("reader.pin_watermark", input).and_then(|rows| decode_watermark(&rows)),
+                input_error("reader.pin_snapshot", input)
+                    .and_then(|rows| decode_pinned_version(&rows)),
             );
         }
     }

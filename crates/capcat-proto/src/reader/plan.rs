@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::config::MAX_CHUNK;
 use crate::descriptor::CAPTURE_IDENTITY;
-use crate::fragments::{MembershipBound, WATERMARK_PARAM, membership_predicate, pinned_rows};
+use crate::fragments::{MembershipBound, PINNED_VERSION_PARAM, membership_predicate, pinned_rows};
 use crate::reader::error::ReaderError;
 use crate::reader::projection::{inner_select_list, outer_select_list, result_columns};
 use crate::reader::query::{SearchQuery, filter_conditions};
@@ -16,7 +16,7 @@ use crate::tables::Tables;
 /// The most ids one lookup serves (in chunks of [`MAX_CHUNK`]).
 pub const MAX_LOOKUP_IDS: usize = 100 * MAX_CHUNK;
 
-/// `reader.pin_watermark`: the published head, read sequentially consistent.
+/// `reader.pin_snapshot`: the published head, read sequentially consistent.
 ///
 /// `select_sequential_consistency` because the head decides what a reader
 /// will see: a lagging replica would pin a smaller snapshot, or reject a
@@ -24,11 +24,11 @@ pub const MAX_LOOKUP_IDS: usize = 100 * MAX_CHUNK;
 /// because `max()` over an empty table is NULL under
 /// `aggregate_functions_null_for_empty`; versions start at 1, so W = 0
 /// admits nothing rather than everything.
-pub fn pin_watermark(tables: &Tables) -> Statement {
+pub fn pin_snapshot(tables: &Tables) -> Statement {
     Statement {
-        name: "reader.pin_watermark",
+        name: "reader.pin_snapshot",
         sql: format!(
-            "SELECT ifNull(max(index_version), 0) AS watermark FROM {}",
+            "SELECT ifNull(max(index_version), 0) AS published_head FROM {}",
             tables.index_watermark()
         ),
         params: BTreeMap::new(),
@@ -37,24 +37,24 @@ pub fn pin_watermark(tables: &Tables) -> Statement {
             max_execution_time_s: None,
         },
         expect: Expect::Rows(vec![Column {
-            name: "watermark",
+            name: "published_head",
             ty: ColumnType::UInt64,
         }]),
     }
 }
 
-/// Reads the row of [`pin_watermark`].
-pub fn decode_watermark(rows: &Rows) -> Result<u64, ReaderError> {
+/// Reads the row of [`pin_snapshot`].
+pub fn decode_pinned_version(rows: &Rows) -> Result<u64, ReaderError> {
     match rows.0.as_slice() {
         [row] => match row.as_slice() {
             [Value::UInt64(w)] => Ok(*w),
             other => Err(ReaderError::Malformed {
-                statement: "reader.pin_watermark",
+                statement: "reader.pin_snapshot",
                 message: format!("expected one unsigned integer, got {other:?}"),
             }),
         },
         other => Err(ReaderError::Malformed {
-            statement: "reader.pin_watermark",
+            statement: "reader.pin_snapshot",
             message: format!("expected one row, got {}", other.len()),
         }),
     }
@@ -92,16 +92,16 @@ fn resolving_sql(tables: &Tables, conditions: &[String], limit: bool) -> String 
 
 /// The pinned read's two conditions: rows written for a version published
 /// at or below W, of packs that are members at W.
-fn pinned(watermark: u64, params: &mut BTreeMap<String, Param>, tables: &Tables) -> String {
-    params.insert(WATERMARK_PARAM.to_owned(), Param::UInt64(watermark));
+fn pinned_conditions(pinned: u64, params: &mut BTreeMap<String, Param>, tables: &Tables) -> String {
+    params.insert(PINNED_VERSION_PARAM.to_owned(), Param::UInt64(pinned));
     format!(
         "{}\n      AND {}",
         pinned_rows(tables),
-        membership_predicate(tables, MembershipBound::PinnedAtWatermark)
+        membership_predicate(tables, MembershipBound::Pinned)
     )
 }
 
-/// `reader.search_page`: one page of captures at watermark `watermark`.
+/// `reader.search_page`: one page of captures at the pinned version `pinned`.
 ///
 /// Asks for `page_size + 1` rows so the caller knows whether another page
 /// exists without issuing it. The keyset comparison is STRICT: `>=` would
@@ -110,11 +110,11 @@ fn pinned(watermark: u64, params: &mut BTreeMap<String, Param>, tables: &Tables)
 pub fn search_page(
     tables: &Tables,
     query: &SearchQuery,
-    watermark: u64,
+    pinned: u64,
 ) -> Result<Statement, ReaderError> {
     let mut params = BTreeMap::new();
     let mut conditions = filter_conditions(&query.filter, &mut params)?;
-    conditions.push(pinned(watermark, &mut params, tables));
+    conditions.push(pinned_conditions(pinned, &mut params, tables));
     if let Some(cursor) = &query.cursor {
         if cursor.tenant_id != query.filter.tenant_id {
             return Err(ReaderError::CursorTenantMismatch {
@@ -152,13 +152,13 @@ pub fn search_page(
 }
 
 /// `reader.get_by_ids`: the captures of `tenant` among `ids`, resolved at
-/// `watermark`, as one statement per chunk of at most [`MAX_CHUNK`] ids (a
+/// `pinned`, as one statement per chunk of at most [`MAX_CHUNK`] ids (a
 /// longer list would push the statement past `max_query_size`).
 pub fn get_by_ids(
     tables: &Tables,
     tenant: &str,
     ids: &BTreeSet<Uuid>,
-    watermark: u64,
+    pinned: u64,
 ) -> Result<Vec<Statement>, ReaderError> {
     if tenant.is_empty() {
         return Err(ReaderError::MissingTenant);
@@ -179,7 +179,7 @@ pub fn get_by_ids(
             let conditions = vec![
                 "tenant_id = {tenant_id:String}".to_owned(),
                 "capture_id IN {capture_ids:Array(UUID)}".to_owned(),
-                pinned(watermark, &mut params, tables),
+                pinned_conditions(pinned, &mut params, tables),
             ];
             Statement {
                 name: "reader.get_by_ids",

@@ -80,14 +80,14 @@ pub struct SearchFilter {
 }
 
 /// The position after which the next page starts: the capture key of the
-/// last row returned, and the watermark the first page pinned.
+/// last row returned, and the version the first page pinned.
 ///
-/// Carrying the watermark is what makes pagination a snapshot read: every
+/// Carrying the pinned version is what makes pagination a snapshot read: every
 /// page resolves at the same W however far the catalog moves meanwhile.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cursor {
-    /// The watermark every page of this search reads at.
-    pub watermark: u64,
+    /// The pinned version every page of this search reads at.
+    pub pinned: u64,
     /// The tenant of the last row.
     pub tenant_id: String,
     /// The experiment of the last row.
@@ -101,10 +101,10 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// The cursor positioned after `row`, at `watermark`.
-    pub fn after(watermark: u64, row: &CaptureDescriptor) -> Self {
+    /// The cursor positioned after `row`, at the pinned version `pinned`.
+    pub fn after(pinned: u64, row: &CaptureDescriptor) -> Self {
         Self {
-            watermark,
+            pinned,
             tenant_id: row.tenant_id.clone(),
             experiment_id: row.experiment_id.clone(),
             run_id: row.run_id.clone(),
@@ -121,7 +121,7 @@ impl Cursor {
     pub fn to_token(&self) -> String {
         format!(
             "c1:{}:{}:{}:{}:{}:{}",
-            self.watermark,
+            self.pinned,
             self.captured_at_ns,
             self.capture_id.hyphenated(),
             escape(&self.tenant_id),
@@ -139,7 +139,7 @@ impl Cursor {
         let parts: Vec<&str> = token.split(':').collect();
         let [
             version,
-            watermark,
+            pinned,
             captured_at_ns,
             capture_id,
             tenant,
@@ -153,9 +153,9 @@ impl Cursor {
             return Err(bad("unknown cursor version"));
         }
         Ok(Self {
-            watermark: watermark
+            pinned: pinned
                 .parse()
-                .map_err(|_| bad("watermark is not a number"))?,
+                .map_err(|_| bad("the pinned version is not a number"))?,
             captured_at_ns: captured_at_ns
                 .parse()
                 .map_err(|_| bad("captured_at_ns is not a number"))?,

@@ -48,7 +48,7 @@ pub enum StampState {
 pub struct MembershipCounts {
     /// Rows in `{p}_pack_inventory_raw`.
     pub inventory_rows: u64,
-    /// Manifest rows paired with a watermark row of the same
+    /// Manifest rows paired with a commit row of the same
     /// `(index_version, publish_id)`: membership that actually admits packs.
     pub effective_membership_rows: u64,
 }
@@ -188,7 +188,7 @@ pub enum Diagnosis {
         missing: BTreeMap<String, BTreeSet<String>>,
     },
     /// The inventory says packs were indexed, but no manifest row pairs
-    /// with a watermark row: the next pass would skip every pack as already
+    /// with a commit row: the next pass would skip every pack as already
     /// committed and none would ever become visible.
     InventoryWithoutMembership {
         /// The inventory table.

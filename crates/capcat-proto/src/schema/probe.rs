@@ -89,9 +89,9 @@ pub fn read_stamp(tables: &Tables) -> Statement {
 }
 
 /// `schema.count_membership`: inventory rows, and manifest rows paired with
-/// a watermark row of the same publish (effective membership).
+/// a commit row of the same publish (effective membership).
 ///
-/// Counting manifest rows alone would accept a catalog whose watermark
+/// Counting manifest rows alone would accept a catalog whose commit row
 /// table was truncated: its manifest rows are inert and admit nothing.
 pub fn count_membership(tables: &Tables) -> Statement {
     Statement {

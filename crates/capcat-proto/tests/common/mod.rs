@@ -360,7 +360,7 @@ impl FakeCatalog {
                 }
                 ok()
             }
-            "publish.insert_watermark" => {
+            "publish.insert_commit_row" => {
                 let complete = capcat_proto::fragments::manifest_complete(&self.tables);
                 let (v, p) = (
                     u64_param(stmt, "index_version"),
@@ -423,7 +423,7 @@ impl FakeCatalog {
     }
 
     /// The packs visible at or below the highest published version: manifest
-    /// rows paired with a watermark row of the same publish.
+    /// rows paired with a commit row of the same publish.
     pub fn visible_packs(&self) -> std::collections::BTreeSet<(String, Uuid)> {
         meaning::members(&self.manifest, &self.watermark, meaning::Reach::Published)
     }

@@ -105,7 +105,7 @@ impl Replay<'_> {
             if now != pinned.snapshot {
                 self.observed.snapshot_grew.push(format!(
                     "at the end: W={} pinned {:?}, now {now:?}",
-                    pinned.watermark, pinned.snapshot
+                    pinned.version, pinned.snapshot
                 ));
             }
             let pinned = pinned.clone();

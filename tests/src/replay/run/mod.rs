@@ -395,7 +395,7 @@ impl Replay<'_> {
                 self.kill(step);
                 BTreeSet::new()
             }
-            "PinWatermark" => {
+            "PinSnapshot" => {
                 self.pin(step)?;
                 BTreeSet::new()
             }

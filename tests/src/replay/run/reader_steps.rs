@@ -1,4 +1,4 @@
-//! The reader's `PinWatermark` and `ReReadSnapshot` steps.
+//! The reader's `PinSnapshot` and `ReReadSnapshot` steps.
 
 use super::*;
 
@@ -38,7 +38,7 @@ impl Replay<'_> {
         if now != pinned.snapshot {
             self.observed.snapshot_grew.push(format!(
                 "step {}: W={} pinned {:?}, re-read {now:?}",
-                step.index, pinned.watermark, pinned.snapshot
+                step.index, pinned.version, pinned.snapshot
             ));
         }
         self.observe_rows(&format!("step {}", step.index), &pinned, &rows);

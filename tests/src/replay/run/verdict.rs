@@ -41,7 +41,7 @@ impl Replay<'_> {
                 .map(|(v, id, at)| {
                     format!(
                         "step {at}: a pass reported Won at v{v} (it wrote the inventory) but no \
-                         watermark row ({v}, {id}) stands"
+                         commit row ({v}, {id}) stands"
                     )
                 })
                 .collect(),
@@ -54,12 +54,12 @@ impl Replay<'_> {
     pub(super) fn observe_rows(&mut self, when: &str, pinned: &PinnedRead, rows: &Resolved) {
         let above: Vec<_> = rows
             .iter()
-            .filter(|(_, _, v)| v.parse::<u64>().is_ok_and(|v| v > pinned.watermark))
+            .filter(|(_, _, v)| v.parse::<u64>().is_ok_and(|v| v > pinned.version))
             .collect();
         if rows != &pinned.rows || !above.is_empty() {
             self.observed.rows_changed.push(format!(
                 "{when}: W={} resolved {:?} at pinning, now {rows:?}",
-                pinned.watermark, pinned.rows
+                pinned.version, pinned.rows
             ));
         }
     }
@@ -111,7 +111,7 @@ impl Replay<'_> {
         Ok(Some((property, Reproduction::NotObserved(why))))
     }
 
-    /// Inventory rows whose pack no paired manifest and watermark row admit,
+    /// Inventory rows whose pack no paired manifest and commit row admit,
     /// judged by the membership predicate's own meaning
     /// ([`meaning::members`]), as the model judges them.
     pub(super) fn unpublished_inventory(&self) -> Vec<String> {
