@@ -79,7 +79,7 @@ pub(crate) enum FrameError {
     },
 }
 
-fn checksum(bytes: &[u8]) -> u128 {
+pub(crate) fn checksum(bytes: &[u8]) -> u128 {
     // ClickHouse stores the (low, high) halves of CityHash128 as two LE u64s;
     // cityhash-rs returns them as one u128 with the high half first.
     cityhash_rs::cityhash_102_128(bytes).rotate_right(64)
