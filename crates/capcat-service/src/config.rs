@@ -191,7 +191,8 @@ pub struct ServiceConfig {
     pub index_batch_budget_bytes: u64,
     /// Packs uploaded in one cycle, so a backlog cannot make a cycle unbounded.
     pub max_packs_per_cycle: usize,
-    /// Records per pack before the sink seals it.
+    /// Records per pack before the sink seals it, at most the pack
+    /// format's `capcat_pack::MAX_RECORDS_CEILING`.
     pub max_pack_records: usize,
     /// Payload bytes per pack before the sink seals it.
     pub max_pack_payload_bytes: u64,
@@ -411,6 +412,15 @@ impl ServiceConfig {
                 field: "demand_max_in_flight",
                 value: self.demand_max_in_flight as u64,
                 max: capcat_clickhouse::demand::MAX_PUBLISH_SLOTS as u64,
+            });
+        }
+        // The sink builds its PackLimits from these on every append: a
+        // count the pack format refuses would fail every one of them.
+        if self.max_pack_records > capcat_pack::MAX_RECORDS_CEILING {
+            return Err(ConfigError::TooLarge {
+                field: "max_pack_records",
+                value: self.max_pack_records as u64,
+                max: capcat_pack::MAX_RECORDS_CEILING as u64,
             });
         }
         if self.index_batch_budget_bytes == 0 {
@@ -636,6 +646,23 @@ mod tests {
         }
         let longest = MAX_INTERVAL.as_secs_f64();
         assert!(with(|c| c.close_flush_timeout_s = longest).is_ok());
+    }
+
+    /// Found by the fuzz target `config`: `max_pack_records` above the
+    /// pack format's ceiling validated, and then every append failed when
+    /// the sink built its `PackLimits`.
+    #[test]
+    fn max_pack_records_above_the_pack_ceiling_is_refused() {
+        let ceiling = capcat_pack::MAX_RECORDS_CEILING;
+        assert!(with(|c| c.max_pack_records = ceiling).is_ok());
+        assert_eq!(
+            with(|c| c.max_pack_records = ceiling + 1).err(),
+            Some(ConfigError::TooLarge {
+                field: "max_pack_records",
+                value: ceiling as u64 + 1,
+                max: ceiling as u64
+            })
+        );
     }
 
     /// Found by the fuzz target `config`: a positive value below a
