@@ -10,6 +10,7 @@
 mod cache;
 mod corpus;
 mod engine;
+mod fuzz;
 mod golden;
 mod lint_arch;
 mod model;
@@ -42,6 +43,10 @@ commands:
                      --check, regenerate into a temp dir and fail if it differs
   model [--deep]     list (or, with --deep, run in release) the model
                      configurations too large for `cargo test`
+  fuzz [--seconds N] [TARGET...]
+                     run every cargo-fuzz target (default 30 s each, one
+                     worker); needs nightly, skipped without it; installs
+                     cargo-fuzz into the cache when missing (docs/fuzzing.md)
 ";
 
 fn main() -> ExitCode {
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         "lint-arch" => lint_arch::run(),
         "corpus" => corpus::run(rest),
         "model" => model::run(rest),
+        "fuzz" => fuzz::run(rest),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

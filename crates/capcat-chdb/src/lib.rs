@@ -22,6 +22,8 @@
 mod engine;
 mod error;
 mod ffi;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod pin;
 mod request;
 

@@ -680,16 +680,9 @@ pub(crate) async fn ingest(
     let mut records = Vec::new();
     for (step, file) in files.iter().enumerate() {
         let bytes = std::fs::read(file).map_err(CliError::io("read a safetensors file"))?;
-        let tensors = safetensors::SafeTensors::deserialize(&bytes)
+        let tensors = crate::ingest::parse_safetensors(&bytes)
             .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
-        let mut names = tensors.names();
-        names.sort();
-        for name in names {
-            let view = tensors
-                .tensor(name)
-                .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
-            let dtype = Dtype::from_str(&format!("{:?}", view.dtype()))
-                .map_err(|e| CliError::Other(format!("{}: tensor {name}: {e}", file.display())))?;
+        for tensor in tensors {
             let captured_at_ns = capcat_clickhouse::unix_now_ns();
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
@@ -700,18 +693,18 @@ pub(crate) async fn ingest(
                     capture_id: Uuid::new_v4(),
                 },
                 model: String::new(),
-                module_path: (*name).to_owned(),
+                module_path: tensor.name.clone(),
                 hook: "ingest".to_owned(),
                 step: step as u64,
-                tensor_name: (*name).to_owned(),
-                dtype,
-                shape: view.shape().iter().map(|d| *d as u64).collect(),
+                tensor_name: tensor.name,
+                dtype: tensor.dtype,
+                shape: tensor.shape,
                 tags: std::collections::BTreeMap::from([(
                     "source".to_owned(),
                     file.display().to_string(),
                 )]),
             };
-            records.push((metadata, bytes::Bytes::copy_from_slice(view.data())));
+            records.push((metadata, tensor.payload));
         }
     }
     println!(

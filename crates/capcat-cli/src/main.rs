@@ -5,6 +5,7 @@
 mod commands;
 mod demo;
 mod engine_fetch;
+mod ingest;
 mod sql_walk;
 mod target;
 mod workload;

@@ -17,6 +17,11 @@ use serde::Deserialize;
 /// The smallest poll interval: below it the loop would spin.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(1);
 
+/// The longest interval or timeout accepted: ten years. A longer one is a
+/// typo, and one of a few hundred years can no longer be added to a clock
+/// reading, so the deadline the service sets from it would panic.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
 /// A configuration value that cannot be honoured. Each variant names the
 /// field, so an operator knows which line of the file to fix.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -36,13 +41,24 @@ pub enum ConfigError {
         /// The rejected value.
         value: f64,
     },
-    /// An interval or timeout is zero or negative.
-    #[error("{field} = {value} must be positive")]
+    /// An interval or timeout is zero or negative, or so small (below a
+    /// nanosecond) that it is zero as a duration.
+    #[error("{field} = {value} must be positive (at least a nanosecond)")]
     NotPositive {
         /// The field.
         field: &'static str,
         /// The rejected value.
         value: f64,
+    },
+    /// An interval or timeout is above [`MAX_INTERVAL`].
+    #[error("{field} = {value} s is more than the {max_s} s (ten years) accepted")]
+    TooLong {
+        /// The field.
+        field: &'static str,
+        /// The rejected value.
+        value: f64,
+        /// [`MAX_INTERVAL`] in seconds.
+        max_s: u64,
     },
     /// The poll interval is below [`MIN_POLL_INTERVAL`]: the loop would spin.
     #[error("poll_interval_s = {value} must be at least 0.001 s, or the cycle loop spins")]
@@ -175,7 +191,8 @@ pub struct ServiceConfig {
     pub index_batch_budget_bytes: u64,
     /// Packs uploaded in one cycle, so a backlog cannot make a cycle unbounded.
     pub max_packs_per_cycle: usize,
-    /// Records per pack before the sink seals it.
+    /// Records per pack before the sink seals it, at most the pack
+    /// format's `capcat_pack::MAX_RECORDS_CEILING`.
     pub max_pack_records: usize,
     /// Payload bytes per pack before the sink seals it.
     pub max_pack_payload_bytes: u64,
@@ -263,7 +280,21 @@ fn seconds(field: &'static str, value: f64) -> Result<Duration, ConfigError> {
     if value <= 0.0 {
         return Err(ConfigError::NotPositive { field, value });
     }
-    Duration::try_from_secs_f64(value).map_err(|_| ConfigError::NotFinite { field, value })
+    if value > MAX_INTERVAL.as_secs_f64() {
+        return Err(ConfigError::TooLong {
+            field,
+            value,
+            max_s: MAX_INTERVAL.as_secs(),
+        });
+    }
+    let duration =
+        Duration::try_from_secs_f64(value).map_err(|_| ConfigError::NotFinite { field, value })?;
+    // Below a nanosecond a positive value is a zero Duration: a timeout of
+    // it fails at once.
+    if duration.is_zero() {
+        return Err(ConfigError::NotPositive { field, value });
+    }
+    Ok(duration)
 }
 
 fn endpoint(field: &'static str, value: &str) -> Result<(), ConfigError> {
@@ -303,7 +334,13 @@ impl ServiceConfig {
     /// # Errors
     /// The first rule broken, naming its field.
     pub fn validate(self) -> Result<ValidConfig, ConfigError> {
-        let poll_interval = seconds("poll_interval_s", self.poll_interval_s)?;
+        let poll_interval = match seconds("poll_interval_s", self.poll_interval_s) {
+            // Positive but below a nanosecond: below the minimum, said so.
+            Err(ConfigError::NotPositive { value, .. }) if value > 0.0 => {
+                return Err(ConfigError::PollIntervalTooSmall { value });
+            }
+            other => other?,
+        };
         if poll_interval < MIN_POLL_INTERVAL {
             return Err(ConfigError::PollIntervalTooSmall {
                 value: self.poll_interval_s,
@@ -375,6 +412,15 @@ impl ServiceConfig {
                 field: "demand_max_in_flight",
                 value: self.demand_max_in_flight as u64,
                 max: capcat_clickhouse::demand::MAX_PUBLISH_SLOTS as u64,
+            });
+        }
+        // The sink builds its PackLimits from these on every append: a
+        // count the pack format refuses would fail every one of them.
+        if self.max_pack_records > capcat_pack::MAX_RECORDS_CEILING {
+            return Err(ConfigError::TooLarge {
+                field: "max_pack_records",
+                value: self.max_pack_records as u64,
+                max: capcat_pack::MAX_RECORDS_CEILING as u64,
             });
         }
         if self.index_batch_budget_bytes == 0 {
@@ -574,6 +620,65 @@ mod tests {
                 field: "demand_max_in_flight"
             })
         );
+    }
+
+    /// Found by the fuzz target `config` (its `huge` seed): 1e19 s is a
+    /// finite Duration, but `Instant::now() + it` overflows, so `close`
+    /// (a flush deadline) would panic on a configuration that validated.
+    #[test]
+    fn a_duration_no_deadline_can_hold_is_refused_naming_its_field() {
+        let cfg = ServiceConfig::from_toml("close_flush_timeout_s = 1e19\n");
+        assert!(
+            matches!(
+                cfg,
+                Err(ConfigError::TooLong {
+                    field: "close_flush_timeout_s",
+                    ..
+                })
+            ),
+            "{cfg:?}"
+        );
+        for value in [1e10, 1e19, f64::MAX] {
+            assert!(
+                with(|c| c.reconcile_interval_s = Some(value)).is_err(),
+                "{value}"
+            );
+        }
+        let longest = MAX_INTERVAL.as_secs_f64();
+        assert!(with(|c| c.close_flush_timeout_s = longest).is_ok());
+    }
+
+    /// Found by the fuzz target `config`: `max_pack_records` above the
+    /// pack format's ceiling validated, and then every append failed when
+    /// the sink built its `PackLimits`.
+    #[test]
+    fn max_pack_records_above_the_pack_ceiling_is_refused() {
+        let ceiling = capcat_pack::MAX_RECORDS_CEILING;
+        assert!(with(|c| c.max_pack_records = ceiling).is_ok());
+        assert_eq!(
+            with(|c| c.max_pack_records = ceiling + 1).err(),
+            Some(ConfigError::TooLarge {
+                field: "max_pack_records",
+                value: ceiling as u64 + 1,
+                max: ceiling as u64
+            })
+        );
+    }
+
+    /// Found by the fuzz target `config`: a positive value below a
+    /// nanosecond is finite and positive but becomes a zero Duration, which
+    /// validated: a zero demand publish timeout fails every publish at once.
+    #[test]
+    fn a_positive_value_below_a_nanosecond_is_refused_as_not_positive() {
+        for value in [1e-10, 1e-300, f64::MIN_POSITIVE] {
+            match with(|c| c.demand_publish_timeout_s = value) {
+                Err(ConfigError::NotPositive { field, .. }) => {
+                    assert_eq!(field, "demand_publish_timeout_s");
+                }
+                other => panic!("{value}: {other:?}"),
+            }
+        }
+        assert!(with(|c| c.demand_publish_timeout_s = 1e-9).is_ok());
     }
 
     #[test]

@@ -50,4 +50,4 @@ pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushReport, Service};
 pub use snapshot::{DemandCounters, ErrorKind, ErrorRecord, RejectedPack, Snapshot};
 pub use spool::{Spool, SpoolError};
-pub use status::{StatusError, StatusFile, read_status};
+pub use status::{StatusError, StatusFile, parse_status, read_status};

@@ -131,29 +131,38 @@ pub fn read_status(spool_dir: impl AsRef<Path>) -> Result<Option<StatusFile>, St
             });
         }
     };
+    parse_status(&path, &text).map(Some)
+}
+
+/// Parses the bytes of a status file; `path` only names the file in
+/// errors. This is what [`read_status`] runs on what it read, public so the
+/// fuzz target `status` can feed it bytes without a file.
+///
+/// # Errors
+/// [`StatusError::Corrupt`] when the bytes do not parse, and
+/// [`StatusError::NewerFormat`] when a newer service wrote them.
+pub fn parse_status(path: &Path, bytes: &[u8]) -> Result<StatusFile, StatusError> {
     // The format is checked first, so a newer file is reported as newer
     // rather than as corrupt because of a field this build does not know.
     #[derive(Deserialize)]
     struct Format {
         format: u32,
     }
-    let format: Format = serde_json::from_slice(&text).map_err(|e| StatusError::Corrupt {
-        path: path.clone(),
+    let format: Format = serde_json::from_slice(bytes).map_err(|e| StatusError::Corrupt {
+        path: path.to_owned(),
         detail: e.to_string(),
     })?;
     if format.format > STATUS_FORMAT {
         return Err(StatusError::NewerFormat {
-            path,
+            path: path.to_owned(),
             found: format.format,
             supported: STATUS_FORMAT,
         });
     }
-    serde_json::from_slice(&text)
-        .map(Some)
-        .map_err(|e| StatusError::Corrupt {
-            path,
-            detail: e.to_string(),
-        })
+    serde_json::from_slice(bytes).map_err(|e| StatusError::Corrupt {
+        path: path.to_owned(),
+        detail: e.to_string(),
+    })
 }
 
 /// Writes `status` to `<spool_dir>/status.json` atomically: a temporary file

@@ -24,6 +24,9 @@ const HEADER_LEN: usize = 9;
 /// Largest decompressed block accepted; ClickHouse writes at most 1 MiB
 /// blocks by default, so this leaves ample room while bounding memory.
 pub(crate) const MAX_BLOCK: usize = 128 << 20;
+/// The most bytes LZ4 decodes from one byte of a block: a match length is
+/// extended 255 at a time.
+const LZ4_MAX_RATIO: usize = 255;
 /// Block size of responses framed for `compress=1`.
 const RESPONSE_BLOCK: usize = 1 << 20;
 
@@ -79,7 +82,7 @@ pub(crate) enum FrameError {
     },
 }
 
-fn checksum(bytes: &[u8]) -> u128 {
+pub(crate) fn checksum(bytes: &[u8]) -> u128 {
     // ClickHouse stores the (low, high) halves of CityHash128 as two LE u64s;
     // cityhash-rs returns them as one u128 with the high half first.
     cityhash_rs::cityhash_102_128(bytes).rotate_right(64)
@@ -129,6 +132,12 @@ pub(crate) fn decode(body: &[u8], limit: usize) -> Result<Vec<u8>, FrameError> {
         let payload = &block[HEADER_LEN..];
         match method {
             METHOD_LZ4 => {
+                // LZ4 turns one input byte into at most 255 output bytes, so
+                // a larger declared size is a lie, refused before it is
+                // allocated.
+                if decompressed_len > payload.len().saturating_mul(LZ4_MAX_RATIO) {
+                    return Err(size_error);
+                }
                 let start = out.len();
                 out.resize(start + decompressed_len, 0);
                 let written = lz4_flex::block::decompress_into(payload, &mut out[start..])
@@ -254,6 +263,32 @@ mod tests {
             decode(&framed, 100),
             Err(FrameError::TooLarge { limit: 100 })
         );
+    }
+
+    /// Found by the fuzz target `http_front`: a 26-byte body whose block
+    /// declared 100 MiB of output allocated all of it before LZ4 said the
+    /// one payload byte decodes to nothing. A block can decode to at most
+    /// 255 bytes per payload byte, so more is refused up front.
+    #[test]
+    fn a_block_declaring_more_than_its_payload_can_decode_to_is_refused() {
+        let declared: u32 = 100 << 20;
+        let mut block = vec![METHOD_LZ4];
+        block.extend_from_slice(&10_u32.to_le_bytes());
+        block.extend_from_slice(&declared.to_le_bytes());
+        block.push(0);
+        let mut framed = checksum(&block).to_le_bytes().to_vec();
+        framed.extend_from_slice(&block);
+        assert_eq!(
+            decode(&framed, LIMIT),
+            Err(FrameError::Size {
+                offset: 0,
+                compressed: 10,
+                decompressed: declared
+            })
+        );
+        // The densest block LZ4 writes still decodes.
+        let zeros = vec![0_u8; 1 << 20];
+        assert_eq!(decode(&encode(&zeros), LIMIT).expect("decodes"), zeros);
     }
 
     #[test]

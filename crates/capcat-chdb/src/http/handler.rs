@@ -51,10 +51,10 @@ const TOO_LARGE_REQUEST: u32 = 1001;
 
 /// A refusal: HTTP status, ClickHouse code, message.
 #[derive(Debug)]
-struct Refusal {
-    status: StatusCode,
-    code: u32,
-    message: String,
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) code: u32,
+    pub(crate) message: String,
 }
 
 impl Refusal {
@@ -148,21 +148,10 @@ async fn answer(
     request: hyper::Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Refusal> {
     let (parts, body) = request.into_parts();
-    let path = parts.uri.path();
-    if path == "/ping" {
-        return Ok(text_response("Ok.\n"));
-    }
-    if path != "/" {
-        return Err(Refusal {
-            status: StatusCode::NOT_FOUND,
-            code: BAD_ARGUMENTS,
-            message: format!("no handler for {path}"),
-        });
-    }
-    let url_fields = form::parse_query_string(parts.uri.query().unwrap_or(""))?;
-    if parts.method == Method::GET && url_fields.iter().all(|(k, _)| k != "query") {
-        return Ok(text_response("Ok.\n"));
-    }
+    let url_fields = match parse_url(&parts.method, parts.uri.path(), parts.uri.query())? {
+        Url::Ping => return Ok(text_response("Ok.\n")),
+        Url::Query(fields) => fields,
+    };
     let body = Limited::new(body, MAX_BODY)
         .collect()
         .await
@@ -172,25 +161,90 @@ async fn answer(
             message: format!("cannot read the request body: {e}"),
         })?
         .to_bytes();
-
     let content_type = parts
         .headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let Statement {
+        request,
+        format,
+        compress_response,
+    } = parse_body(url_fields, content_type, &body)?;
+
+    let output = engine.execute_async(request).await?;
+    let output = if compress_response {
+        compressed::encode(&output)
+    } else {
+        output
+    };
+    let mut response = Response::new(Full::new(Bytes::from(output)));
+    if let Ok(value) = HeaderValue::from_str(&format) {
+        response.headers_mut().insert("X-ClickHouse-Format", value);
+    }
+    Ok(response)
+}
+
+/// What a request's method, path and URL query ask for.
+#[derive(Debug)]
+pub(crate) enum Url {
+    /// `GET /ping`, or `GET /` without a query: answered `Ok.\n` at once.
+    Ping,
+    /// A statement; the URL's fields, in order. The body is read next.
+    Query(Vec<(String, String)>),
+}
+
+/// Reads the method, the path and the URL query, before the body.
+pub(crate) fn parse_url(method: &Method, path: &str, query: Option<&str>) -> Result<Url, Refusal> {
+    if path == "/ping" {
+        return Ok(Url::Ping);
+    }
+    if path != "/" {
+        return Err(Refusal {
+            status: StatusCode::NOT_FOUND,
+            code: BAD_ARGUMENTS,
+            message: format!("no handler for {path}"),
+        });
+    }
+    let url_fields = form::parse_query_string(query.unwrap_or(""))?;
+    if *method == Method::GET && url_fields.iter().all(|(k, _)| k != "query") {
+        return Ok(Url::Ping);
+    }
+    Ok(Url::Query(url_fields))
+}
+
+/// A request the engine is to run, and how to answer with its output.
+#[derive(Debug)]
+pub(crate) struct Statement {
+    /// The engine request.
+    pub(crate) request: Request,
+    /// The output format, echoed in `X-ClickHouse-Format`.
+    pub(crate) format: String,
+    /// `compress=1`: frame the output in compressed blocks.
+    pub(crate) compress_response: bool,
+}
+
+/// Builds the engine request from the URL's fields, the content type and
+/// the body (multipart fields, compressed INSERT data, or the SQL itself).
+pub(crate) fn parse_body(
+    url_fields: Vec<(String, String)>,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Statement, Refusal> {
     let multipart = match form::multipart_boundary(content_type) {
-        Some(boundary) => Some(form::parse_multipart(&body, boundary)?),
+        Some(boundary) => Some(form::parse_multipart(body, boundary)?),
         None => None,
     };
     let flag = |name: &str| url_fields.iter().any(|(k, v)| k == name && v == "1");
     let compress_response = flag("compress");
+    let decompress = flag("decompress");
 
     let mut url_query = None;
     let mut params: Vec<(String, Vec<u8>)> = Vec::new();
     let mut settings = Vec::new();
     let mut database = None;
     let mut format = None;
-    for (name, value) in url_fields.iter().cloned() {
+    for (name, value) in url_fields {
         if let Some(param) = name.strip_prefix("param_") {
             params.push((param.to_owned(), value.into_bytes()));
             continue;
@@ -227,8 +281,8 @@ async fn answer(
             )
         }
         None => {
-            let body = if flag("decompress") {
-                compressed::decode(&body, MAX_BODY)?
+            let body = if decompress {
+                compressed::decode(body, MAX_BODY)?
             } else {
                 body.to_vec()
             };
@@ -270,18 +324,11 @@ async fn answer(
         .filter(|f| !f.is_empty())
         .unwrap_or_else(|| DEFAULT_FORMAT.to_owned());
     request = request.format(format.clone());
-
-    let output = engine.execute_async(request).await?;
-    let output = if compress_response {
-        compressed::encode(&output)
-    } else {
-        output
-    };
-    let mut response = Response::new(Full::new(Bytes::from(output)));
-    if let Ok(value) = HeaderValue::from_str(&format) {
-        response.headers_mut().insert("X-ClickHouse-Format", value);
-    }
-    Ok(response)
+    Ok(Statement {
+        request,
+        format,
+        compress_response,
+    })
 }
 
 /// Splits `INSERT ... FORMAT <name>` into the statement without its FORMAT

@@ -10,9 +10,9 @@
 //! HTTP 500 (400 for a malformed request) with `X-ClickHouse-Exception-Code`
 //! and ClickHouse's exception text as the body. It listens on 127.0.0.1 only.
 
-mod compressed;
-mod form;
-mod handler;
+pub(crate) mod compressed;
+pub(crate) mod form;
+pub(crate) mod handler;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
