@@ -1,18 +1,14 @@
 //! The pack descriptor: what `__metadata__["capcat"]` holds.
 //!
-//! Two layers, both JSON (see docs/pack-format.md):
-//! - the envelope, `{"format_version":1,"descriptor_sha256":"<hex>","descriptor":"<text>"}`,
-//!   is the value of the `capcat` metadata key;
-//! - the descriptor is the JSON *text* held in the envelope's `descriptor`
-//!   string, `{"format_version":1,"pack_id":"<uuid>","records":[...]}`.
-//!
-//! The descriptor travels as a string so that its digest covers exact bytes:
-//! a reader in any language hashes the UTF-8 of that string and compares,
-//! with no canonical JSON to agree on.
+//! The descriptor is the JSON *text* held in the `capcat` string,
+//! `{"format_version":2,"pack_id":"<uuid>","records":[...]}` (see
+//! docs/pack-format.md). It carries no digest of its own: the pack digest in
+//! `__metadata__["capcat_pack_sha256"]` covers every header byte, the
+//! descriptor included (see `header::header_digest`).
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::digest::Sha256Digest;
@@ -20,13 +16,17 @@ use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::record::{CaptureIdentity, RecordEntry, RecordMetadata};
 
-/// The pack format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The pack format version this build writes and reads. Version 1 packs
+/// (whole-file pack digest, descriptor in a digest envelope) are refused
+/// with [`PackError::UnsupportedFormatVersion`].
+pub const FORMAT_VERSION: u32 = 2;
 
-/// The one `__metadata__` key of a pack. One key only: the safetensors crate
-/// keeps `__metadata__` in a `HashMap`, so with two keys their order (and the
-/// pack's bytes) would change from run to run.
+/// The `__metadata__` key holding the descriptor text.
 pub const METADATA_KEY: &str = "capcat";
+
+/// The `__metadata__` key holding the pack digest, the first key of the
+/// header (docs/pack-format.md, section 4).
+pub const DIGEST_KEY: &str = "capcat_pack_sha256";
 
 /// The safetensors key of record `index`: `record/` and the index in eight
 /// zero-padded decimal digits, so that name order is record order.
@@ -34,21 +34,26 @@ pub fn tensor_key(index: usize) -> String {
     format!("record/{index:08}")
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope {
-    format_version: u64,
-    descriptor_sha256: Sha256Digest,
-    descriptor: String,
+/// Writes [`tensor_key`] into `out` without allocating. `index` is below
+/// [`crate::MAX_RECORDS_CEILING`], so eight digits always suffice.
+pub(crate) fn tensor_key_into(index: usize, out: &mut [u8; 15]) {
+    out[..7].copy_from_slice(b"record/");
+    let mut rest = index;
+    for digit in out[7..].iter_mut().rev() {
+        // `rest % 10` is below 10, so the cast keeps every bit.
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    debug_assert_eq!(rest, 0, "record index {index} needs more than 8 digits");
 }
 
-/// Only the version, from an envelope of any shape.
+/// Only the version, from a descriptor of any shape.
 #[derive(Deserialize)]
 struct VersionOnly {
     format_version: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Descriptor {
     format_version: u64,
@@ -59,7 +64,7 @@ struct Descriptor {
 /// One record as the descriptor spells it. A struct of its own (not
 /// `RecordMetadata` flattened) so that field order, and therefore the bytes,
 /// are fixed here and unknown fields are refused.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DescriptorRecord {
     tenant_id: String,
@@ -91,82 +96,39 @@ fn malformed(reason: impl std::fmt::Display) -> PackError {
     }
 }
 
-/// Builds the value of the `capcat` metadata key.
-pub(crate) fn encode(
-    pack_id: Uuid,
-    records: &[(&RecordMetadata, Sha256Digest)],
-) -> Result<String, PackError> {
-    let descriptor = Descriptor {
-        format_version: u64::from(FORMAT_VERSION),
-        pack_id,
-        records: records
-            .iter()
-            .map(|(m, digest)| DescriptorRecord {
-                tenant_id: m.identity.tenant_id.clone(),
-                experiment_id: m.identity.experiment_id.clone(),
-                run_id: m.identity.run_id.clone(),
-                captured_at_ns: m.identity.captured_at_ns,
-                capture_id: m.identity.capture_id,
-                model: m.model.clone(),
-                module_path: m.module_path.clone(),
-                hook: m.hook.clone(),
-                step: m.step,
-                tensor_name: m.tensor_name.clone(),
-                dtype: m.dtype,
-                shape: m.shape.clone(),
-                tags: m.tags.clone(),
-                payload_sha256: *digest,
+/// The version a descriptor text declares, read before anything else so
+/// that a pack of another version is reported as such rather than as
+/// malformed. A version-2 descriptor starts with exactly
+/// `{"format_version":2,` (the writer puts the field first); any other text
+/// falls back to a loose parse that ignores every other field.
+pub(crate) fn check_version(text: &str) -> Result<(), PackError> {
+    if text.starts_with(VERSION_PREFIX) {
+        return Ok(());
+    }
+    match serde_json::from_str::<VersionOnly>(text) {
+        Ok(loose) if loose.format_version != u64::from(FORMAT_VERSION) => {
+            Err(PackError::UnsupportedFormatVersion {
+                found: loose.format_version,
+                supported: FORMAT_VERSION,
             })
-            .collect(),
-    };
-    let text = serde_json::to_string(&descriptor).map_err(malformed)?;
-    let envelope = Envelope {
-        format_version: u64::from(FORMAT_VERSION),
-        descriptor_sha256: Sha256Digest::of(text.as_bytes()),
-        descriptor: text,
-    };
-    serde_json::to_string(&envelope).map_err(malformed)
+        }
+        Ok(_) => Ok(()),
+        Err(error) => Err(malformed(error)),
+    }
 }
 
-/// Parses and verifies the value of the `capcat` metadata key.
-///
-/// An envelope that is not version 1 is reported by its version (read from a
-/// loose parse that ignores other fields) rather than as malformed.
-pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
-    let envelope: Envelope = match serde_json::from_str(value) {
-        Ok(envelope) => envelope,
-        Err(strict) => {
-            // Not a version-1 envelope: a newer writer's envelope may have
-            // other fields, so report its version when it has one.
-            if let Ok(loose) = serde_json::from_str::<VersionOnly>(value)
-                && loose.format_version != u64::from(FORMAT_VERSION)
-            {
-                return Err(PackError::UnsupportedFormatVersion {
-                    found: loose.format_version,
-                    supported: FORMAT_VERSION,
-                });
-            }
-            return Err(malformed(strict));
-        }
-    };
-    let version = envelope.format_version;
-    if version != u64::from(FORMAT_VERSION) {
-        return Err(PackError::UnsupportedFormatVersion {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let actual = Sha256Digest::of(envelope.descriptor.as_bytes());
-    if actual != envelope.descriptor_sha256 {
-        return Err(PackError::DescriptorChecksumMismatch {
-            expected: envelope.descriptor_sha256,
-            actual,
-        });
-    }
-    let descriptor: Descriptor = serde_json::from_str(&envelope.descriptor).map_err(malformed)?;
+/// How a version-2 descriptor text begins (a test ties it to
+/// [`FORMAT_VERSION`]).
+const VERSION_PREFIX: &str = r#"{"format_version":2,"#;
+
+/// Parses the descriptor text (the unescaped value of the `capcat` key).
+pub(crate) fn decode(text: &str) -> Result<ParsedDescriptor, PackError> {
+    check_version(text)?;
+    let version = u64::from(FORMAT_VERSION);
+    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
     if descriptor.format_version != version {
         return Err(malformed(format!(
-            "the descriptor says format_version {} but the envelope says {version}",
+            "the descriptor says format_version {} but its first field says {version}",
             descriptor.format_version
         )));
     }
@@ -210,36 +172,37 @@ mod tests {
     fn tensor_keys_sort_in_record_order() {
         assert_eq!(tensor_key(7), "record/00000007");
         assert!(tensor_key(9) < tensor_key(10));
+        for index in [0, 7, 10, 12_345_678, 99_999_999] {
+            let mut key = [0u8; 15];
+            tensor_key_into(index, &mut key);
+            assert_eq!(key.as_slice(), tensor_key(index).as_bytes());
+        }
+    }
+
+    #[test]
+    fn the_version_prefix_is_this_version() {
+        assert_eq!(
+            VERSION_PREFIX,
+            format!("{{\"format_version\":{FORMAT_VERSION},")
+        );
     }
 
     #[test]
     fn unknown_version_is_reported_before_shape() {
-        let error = decode(r#"{"format_version":2,"whatever":true}"#).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                PackError::UnsupportedFormatVersion {
-                    found: 2,
-                    supported: 1
-                }
-            ),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn tampered_descriptor_fails_its_checksum() {
-        let encoded = encode(Uuid::nil(), &[]).expect("encodes");
-        let tampered = encoded.replace(
-            "00000000-0000-0000-0000-000000000000",
-            "00000000-0000-0000-0000-000000000001",
-        );
-        assert_ne!(encoded, tampered);
-        assert!(matches!(
-            decode(&tampered),
-            Err(PackError::DescriptorChecksumMismatch { .. })
-        ));
-        assert!(decode(&encoded).is_ok());
+        for (text, found) in [
+            (r#"{"format_version":3,"whatever":true}"#, 3),
+            // A version-1 pack's `capcat` value is its envelope.
+            (r#"{"format_version":1,"descriptor_sha256":"00","descriptor":"{}"}"#, 1),
+        ] {
+            let error = decode(text).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    PackError::UnsupportedFormatVersion { found: f, supported: 2 } if f == found
+                ),
+                "{error}"
+            );
+        }
     }
 
     #[test]
@@ -248,15 +211,12 @@ mod tests {
             decode("not json"),
             Err(PackError::MalformedDescriptor { .. })
         ));
-        let text = r#"{"format_version":1,"pack_id":"00000000-0000-0000-0000-000000000000","records":[],"extra":1}"#;
-        let envelope = serde_json::json!({
-            "format_version": 1,
-            "descriptor_sha256": Sha256Digest::of(text.as_bytes()).to_hex(),
-            "descriptor": text,
-        });
+        let text = r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[],"extra":1}"#;
         assert!(matches!(
-            decode(&envelope.to_string()),
+            decode(text),
             Err(PackError::MalformedDescriptor { .. })
         ));
+        let text = r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[]}"#;
+        assert!(decode(text).is_ok());
     }
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 
+use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
 
@@ -20,6 +21,60 @@ pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// The 8-byte little-endian header length that starts every pack.
 pub(crate) const LENGTH_PREFIX: u64 = 8;
+
+/// The exact bytes every pack header begins with; the pack digest's 64 hex
+/// digits follow them, so the digest sits at a fixed file offset.
+pub(crate) const HEADER_PREFIX: &[u8] = br#"{"__metadata__":{"capcat_pack_sha256":""#;
+
+/// File offset of the first of the pack digest's 64 hex digits.
+pub(crate) const DIGEST_SLOT: usize = 8 + HEADER_PREFIX.len();
+
+/// The pack digest: SHA-256 of the file bytes `[0, 8 + N)` (length prefix,
+/// header JSON and padding) with the 64 digest digits at `slot` read as
+/// ASCII `'0'`. `head` is exactly those bytes; the slot's own content is
+/// never hashed, so the writer may hash before or after filling it.
+pub(crate) fn header_digest(head: &[u8], slot: usize) -> Sha256Digest {
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(&head[..slot]);
+    hasher.update([b'0'; 64]);
+    hasher.update(&head[slot + 64..]);
+    Sha256Digest(hasher.finalize().into())
+}
+
+/// The pack digest a header carries and the one its bytes hash to.
+pub(crate) struct HeaderDigests {
+    /// The digest written in the header.
+    pub(crate) stored: Sha256Digest,
+    /// The digest of the header bytes, computed as the format defines.
+    pub(crate) actual: Sha256Digest,
+}
+
+/// Reads the pack digest from its fixed place and hashes the header.
+/// `head` is the file bytes `[0, 8 + N)` of a header that parsed as JSON.
+pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
+    let misplaced = || {
+        malformed(
+            "__metadata__",
+            format!(
+                "a pack header must begin with `{}` followed by the 64-digit pack digest",
+                String::from_utf8_lossy(HEADER_PREFIX)
+            ),
+        )
+    };
+    let slot = head
+        .get(DIGEST_SLOT..DIGEST_SLOT + 65)
+        .filter(|_| head.get(8..DIGEST_SLOT) == Some(HEADER_PREFIX))
+        .ok_or_else(misplaced)?;
+    if slot[64] != b'"' {
+        return Err(misplaced());
+    }
+    let text = std::str::from_utf8(&slot[..64]).map_err(|_| misplaced())?;
+    Ok(HeaderDigests {
+        stored: text.parse()?,
+        actual: header_digest(head, DIGEST_SLOT),
+    })
+}
 
 /// One tensor entry of the header, offsets relative to the data section.
 #[derive(Clone, Debug, PartialEq, Eq)]

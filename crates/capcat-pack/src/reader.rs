@@ -7,8 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::descriptor::{self, FORMAT_VERSION, METADATA_KEY, tensor_key};
-use crate::digest::Sha256Digest;
+use crate::descriptor::{self, DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, tensor_key};
+use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::header;
@@ -24,6 +24,7 @@ pub struct PackReader {
     bytes: Bytes,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
+    crc64nvme: u64,
     records: Vec<RecordEntry>,
     locators: Vec<RecordLocator>,
 }
@@ -31,31 +32,32 @@ pub struct PackReader {
 impl PackReader {
     /// Opens and verifies a pack held in memory.
     ///
-    /// Verifies: the length prefix and header, the descriptor's digest and
-    /// format version, that the safetensors entries match the descriptor
-    /// record for record (dtype, shape) and tile the data section, every
-    /// payload's SHA-256, and every `BOOL` byte. The whole-pack SHA-256 is
-    /// computed ([`PackReader::pack_sha256`]); use
-    /// [`PackReader::from_bytes_expecting`] to compare it with the digest the
-    /// catalog or the store recorded at seal time.
+    /// Verifies: the length prefix and header, the format version, the pack
+    /// digest the header carries against the header's bytes, that the
+    /// safetensors entries match the descriptor record for record (dtype,
+    /// shape) and tile the data section, every payload's SHA-256, and every
+    /// `BOOL` byte. Together these check every byte of the file (the pack
+    /// digest covers the header, which holds every payload digest). Use
+    /// [`PackReader::from_bytes_expecting`] to also compare the pack digest
+    /// with the one the catalog or the store recorded at seal time.
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, PackError> {
-        let bytes = bytes.into();
-        let pack_sha256 = Sha256Digest::of(&bytes);
-        Self::open(bytes, pack_sha256)
+        Self::open(bytes.into())
     }
 
-    /// Like [`PackReader::from_bytes`], and first checks that the whole pack
-    /// hashes to `expected` (the `pack_sha256` of its [`PackInfo`]).
+    /// Like [`PackReader::from_bytes`], and checks that the pack digest is
+    /// `expected` (the `pack_sha256` of its [`PackInfo`]).
     pub fn from_bytes_expecting(
         bytes: impl Into<Bytes>,
         expected: Sha256Digest,
     ) -> Result<Self, PackError> {
-        let bytes = bytes.into();
-        let actual = Sha256Digest::of(&bytes);
-        if actual != expected {
-            return Err(PackError::PackChecksumMismatch { expected, actual });
+        let reader = Self::open(bytes.into())?;
+        if reader.pack_sha256 != expected {
+            return Err(PackError::PackChecksumMismatch {
+                expected,
+                actual: reader.pack_sha256,
+            });
         }
-        Self::open(bytes, actual)
+        Ok(reader)
     }
 
     /// Reads the file at `path` and opens it with [`PackReader::from_bytes`].
@@ -72,23 +74,45 @@ impl PackReader {
         Self::from_bytes_expecting(read_file(path.as_ref())?, expected)
     }
 
-    fn open(bytes: Bytes, pack_sha256: Sha256Digest) -> Result<Self, PackError> {
+    fn open(bytes: Bytes) -> Result<Self, PackError> {
         let header = header::parse(&bytes)?;
-        let envelope = header
+        let text = header
             .metadata
             .get(METADATA_KEY)
             .ok_or(PackError::MissingDescriptor)?;
-        // Exactly one key, as the format says: anything else in the header
-        // would be bytes no digest of ours covers.
-        if let Some(extra) = header.metadata.keys().find(|k| *k != METADATA_KEY) {
+        // The version first: a pack of another version is refused as such,
+        // whatever else differs in its header.
+        descriptor::check_version(text)?;
+        // Exactly the two keys, as the format says: anything else in the
+        // header would be bytes no reader of ours interprets.
+        if let Some(extra) = header
+            .metadata
+            .keys()
+            .find(|k| *k != METADATA_KEY && *k != DIGEST_KEY)
+        {
             return Err(PackError::MalformedHeader {
                 key: "__metadata__".to_owned(),
                 reason: format!(
-                    "unexpected key `{extra}`: a pack's only metadata key is `{METADATA_KEY}`"
+                    "unexpected key `{extra}`: a pack's metadata keys are `{DIGEST_KEY}` and `{METADATA_KEY}`"
                 ),
             });
         }
-        let descriptor = descriptor::decode(envelope)?;
+        // The header parser checked that data_start is within the file.
+        let head = &bytes[..usize::try_from(header.data_start).map_err(|_| {
+            PackError::HeaderTooLarge {
+                header_len: header.data_start,
+                limit: header::MAX_HEADER_BYTES,
+            }
+        })?];
+        let digests = header::digests(head)?;
+        if digests.actual != digests.stored {
+            return Err(PackError::HeaderChecksumMismatch {
+                stored: digests.stored,
+                actual: digests.actual,
+            });
+        }
+        let pack_sha256 = digests.stored;
+        let descriptor = descriptor::decode(text)?;
         let mut entries = header.entries;
         let mut locators = Vec::with_capacity(descriptor.records.len());
         // The writer refuses a second record for one capture identity; so
@@ -145,10 +169,12 @@ impl PackReader {
         if let Some(key) = entries.into_keys().next() {
             return Err(PackError::UnexpectedTensor { key });
         }
+        let crc64nvme = crc64nvme(&bytes);
         Ok(Self {
             bytes,
             pack_id: descriptor.pack_id,
             pack_sha256,
+            crc64nvme,
             records: descriptor.records,
             locators,
         })
@@ -164,9 +190,16 @@ impl PackReader {
         FORMAT_VERSION
     }
 
-    /// SHA-256 of the whole pack file.
+    /// The pack digest (see [`PackInfo::pack_sha256`]), verified against
+    /// the header's bytes.
     pub fn pack_sha256(&self) -> Sha256Digest {
         self.pack_sha256
+    }
+
+    /// CRC-64/NVME of the whole pack file, the checksum to declare when
+    /// uploading it (see [`PackInfo::crc64nvme`]).
+    pub fn crc64nvme(&self) -> u64 {
+        self.crc64nvme
     }
 
     /// The pack file's bytes.
@@ -200,6 +233,7 @@ impl PackReader {
             pack_id: self.pack_id,
             format_version: FORMAT_VERSION,
             pack_sha256: self.pack_sha256,
+            crc64nvme: self.crc64nvme,
             byte_length: self.bytes.len() as u64,
             records: self.locators.clone(),
         }

@@ -141,6 +141,7 @@ fn manifest(sealed: &SealedPack, reader: &PackReader) -> Value {
             "file": PACK_FILE,
             "pack_id": sealed.info.pack_id,
             "sha256": sealed.info.pack_sha256,
+            "crc64nvme": format!("{:016x}", sealed.info.crc64nvme),
             "byte_length": sealed.info.byte_length,
             "record_count": sealed.info.records.len(),
         },
