@@ -192,7 +192,10 @@ mod tests {
         for (text, found) in [
             (r#"{"format_version":3,"whatever":true}"#, 3),
             // A version-1 pack's `capcat` value is its envelope.
-            (r#"{"format_version":1,"descriptor_sha256":"00","descriptor":"{}"}"#, 1),
+            (
+                r#"{"format_version":1,"descriptor_sha256":"00","descriptor":"{}"}"#,
+                1,
+            ),
         ] {
             let error = decode(text).unwrap_err();
             assert!(
@@ -216,7 +219,8 @@ mod tests {
             decode(text),
             Err(PackError::MalformedDescriptor { .. })
         ));
-        let text = r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[]}"#;
+        let text =
+            r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[]}"#;
         assert!(decode(text).is_ok());
     }
 }

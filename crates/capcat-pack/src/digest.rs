@@ -51,15 +51,28 @@ impl FromStr for Sha256Digest {
         let invalid = || PackError::InvalidDigest {
             found: s.chars().take(80).collect(),
         };
-        let canonical = s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !canonical {
+        let digits = s.as_bytes();
+        if digits.len() != 64 {
             return Err(invalid());
         }
         let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).map_err(|_| invalid())?;
+        for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            let (Some(high), Some(low)) = (lower_hex(pair[0]), lower_hex(pair[1])) else {
+                return Err(invalid());
+            };
+            *byte = (high << 4) | low;
+        }
         Ok(Sha256Digest(out))
+    }
+}
+
+/// The value of one lowercase hex digit; upper case is refused so that a
+/// digest has one spelling.
+const fn lower_hex(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        _ => None,
     }
 }
 
@@ -71,8 +84,19 @@ impl Serialize for Sha256Digest {
 
 impl<'de> Deserialize<'de> for Sha256Digest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        /// Parses the string where the deserializer holds it, without
+        /// copying it into a `String` first.
+        struct HexVisitor;
+        impl serde::de::Visitor<'_> for HexVisitor {
+            type Value = Sha256Digest;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("64 lowercase hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Sha256Digest, E> {
+                text.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(HexVisitor)
     }
 }
 

@@ -17,31 +17,39 @@ use crate::record::RecordMetadata;
 /// One record as the header writer needs it.
 pub(crate) struct EncodedRecord<'a> {
     pub(crate) metadata: &'a RecordMetadata,
-    pub(crate) payload_sha256: Sha256Digest,
     /// Start of the payload, relative to the data section.
     pub(crate) begin: u64,
     /// End of the payload, relative to the data section.
     pub(crate) end: u64,
 }
 
-/// Writes the length prefix and the padded header of a pack, with the pack
-/// digest slot filled in, into `out` (which must be empty). `data_order` lists
-/// record indexes in data-section order; the tensor entries follow it.
-///
-/// Returns the header length `N` (without the 8-byte prefix) and the pack
-/// digest.
-pub(crate) fn write_header(
+/// A header written with every digest slot holding 64 `'0'`s: every digest
+/// is 64 hex digits, so the header's length and layout do not depend on the
+/// digests and the payloads can be copied and hashed after it is written.
+pub(crate) struct Skeleton {
+    /// The header length `N` (without the 8-byte prefix).
+    pub(crate) header_len: u64,
+    /// Offset in the file of each record's `payload_sha256` digits, by
+    /// record index.
+    pub(crate) payload_slots: Vec<usize>,
+}
+
+/// Writes the length prefix and the padded header of a pack into `out`
+/// (which must be empty), with every digest slot left as `'0'`s.
+/// `data_order` lists record indexes in data-section order; the tensor
+/// entries follow it.
+pub(crate) fn write_skeleton(
     out: &mut Vec<u8>,
     pack_id: uuid::Uuid,
     records: &[EncodedRecord<'_>],
     data_order: &[usize],
-) -> Result<(u64, Sha256Digest), PackError> {
+) -> Result<Skeleton, PackError> {
     debug_assert!(out.is_empty(), "the header starts the file");
     out.extend_from_slice(&[0; 8]);
     out.extend_from_slice(HEADER_PREFIX);
     out.extend_from_slice(&[b'0'; 64]);
     out.extend_from_slice(br#"","capcat":""#);
-    write_descriptor(out, pack_id, records);
+    let payload_slots = write_descriptor(out, pack_id, records);
     out.extend_from_slice(br#""}"#);
     let mut key = [0u8; 15];
     for &index in data_order {
@@ -71,15 +79,35 @@ pub(crate) fn write_header(
         });
     }
     out[..8].copy_from_slice(&header_len.to_le_bytes());
-    // The slot holds '0's while the header is hashed, as the format defines.
-    let digest = crate::header::header_digest(out, DIGEST_SLOT);
-    hex_into(&digest, &mut out[DIGEST_SLOT..DIGEST_SLOT + 64]);
-    Ok((header_len, digest))
+    Ok(Skeleton {
+        header_len,
+        payload_slots,
+    })
+}
+
+/// Writes `digest` into the 64-digit slot at `slot` of `head`.
+pub(crate) fn fill_slot(head: &mut [u8], slot: usize, digest: &Sha256Digest) {
+    hex_into(digest, &mut head[slot..slot + 64]);
+}
+
+/// Computes the pack digest of a header whose payload slots are filled,
+/// writes it into its slot and returns it. `head` is the file bytes
+/// `[0, 8 + N)`.
+pub(crate) fn seal_header(head: &mut [u8]) -> Sha256Digest {
+    let digest = crate::header::header_digest(head, DIGEST_SLOT);
+    fill_slot(head, DIGEST_SLOT, &digest);
+    digest
 }
 
 /// The descriptor JSON, escaped once: every `"` of the descriptor text is
-/// written `\"` and every string value is escaped twice.
-fn write_descriptor(out: &mut Vec<u8>, pack_id: uuid::Uuid, records: &[EncodedRecord<'_>]) {
+/// written `\"` and every string value is escaped twice. Returns the file
+/// offset of each record's `payload_sha256` digits.
+fn write_descriptor(
+    out: &mut Vec<u8>,
+    pack_id: uuid::Uuid,
+    records: &[EncodedRecord<'_>],
+) -> Vec<usize> {
+    let mut slots = Vec::with_capacity(records.len());
     out.extend_from_slice(br#"{\"format_version\":"#);
     write_u64(out, u64::from(FORMAT_VERSION));
     out.extend_from_slice(br#",\"pack_id\":\""#);
@@ -102,7 +130,12 @@ fn write_descriptor(out: &mut Vec<u8>, pack_id: uuid::Uuid, records: &[EncodedRe
         out.extend_from_slice(br#"\",\"captured_at_ns\":"#);
         write_u64(out, id.captured_at_ns);
         out.extend_from_slice(br#",\"capture_id\":\""#);
-        out.extend_from_slice(id.capture_id.hyphenated().encode_lower(&mut uuid).as_bytes());
+        out.extend_from_slice(
+            id.capture_id
+                .hyphenated()
+                .encode_lower(&mut uuid)
+                .as_bytes(),
+        );
         out.extend_from_slice(br#"\",\"model\":\""#);
         embedded_str(out, &mut scratch, &m.model);
         out.extend_from_slice(br#"\",\"module_path\":\""#);
@@ -129,12 +162,12 @@ fn write_descriptor(out: &mut Vec<u8>, pack_id: uuid::Uuid, records: &[EncodedRe
             out.extend_from_slice(br#"\""#);
         }
         out.extend_from_slice(br#"},\"payload_sha256\":\""#);
-        let at = out.len();
-        out.resize(at + 64, 0);
-        hex_into(&record.payload_sha256, &mut out[at..]);
+        slots.push(out.len());
+        out.extend_from_slice(&[b'0'; 64]);
         out.extend_from_slice(br#"\"}"#);
     }
     out.extend_from_slice(b"]}");
+    slots
 }
 
 /// Writes `text` as the contents of a JSON string that is itself inside a
@@ -229,7 +262,13 @@ mod tests {
 
     #[test]
     fn escaping_matches_serde_json_at_both_levels() {
-        for text in ["plain", "q\"uote", "back\\slash", "ctl\u{1}\n\t", "ü ☃ \u{7f}"] {
+        for text in [
+            "plain",
+            "q\"uote",
+            "back\\slash",
+            "ctl\u{1}\n\t",
+            "ü ☃ \u{7f}",
+        ] {
             let once = serde_json::to_string(text).expect("serializes");
             let twice = serde_json::to_string(&once).expect("serializes");
             let mut out = Vec::new();

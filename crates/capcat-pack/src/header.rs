@@ -92,8 +92,41 @@ pub(crate) struct Header {
     pub(crate) data_start: u64,
     /// `__metadata__`, when present.
     pub(crate) metadata: BTreeMap<String, String>,
-    /// Tensor entries by key.
-    pub(crate) entries: BTreeMap<String, Entry>,
+    /// The entries named exactly `record/NNNNNNNN`, by record index,
+    /// sorted by index (each index at most once).
+    pub(crate) records: Vec<(usize, Entry)>,
+    /// Entries with any other name (never part of a valid pack), sorted by
+    /// name.
+    pub(crate) others: Vec<(String, Entry)>,
+}
+
+/// A tensor's name: a record key is kept as its index, so parsing a header
+/// of many records allocates no key strings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TensorName {
+    Record(usize),
+    Other(String),
+}
+
+impl TensorName {
+    /// `record/` and exactly eight decimal digits is a record key (the
+    /// only spelling [`crate::tensor_key`] writes); anything else is not.
+    fn parse(key: &str) -> Self {
+        match key.strip_prefix("record/") {
+            Some(digits) if digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                // Eight decimal digits always fit a usize.
+                Self::Record(digits.parse().expect("eight decimal digits"))
+            }
+            _ => Self::Other(key.to_owned()),
+        }
+    }
+
+    fn to_key(&self) -> String {
+        match self {
+            Self::Record(index) => crate::tensor_key(*index),
+            Self::Other(key) => key.clone(),
+        }
+    }
 }
 
 fn malformed(key: &str, reason: impl Into<String>) -> PackError {
@@ -137,24 +170,37 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
         })?];
     let data_len = file_len - data_start;
     let RawHeader { metadata, entries } = parse_json(header_bytes)?;
-    let mut by_key = BTreeMap::new();
-    for (key, raw) in entries {
+    let mut records = Vec::with_capacity(entries.len());
+    let mut others = Vec::new();
+    for (name, raw) in entries {
         let entry = Entry {
             dtype: raw.dtype.parse::<Dtype>()?,
             shape: raw.shape,
             begin: raw.data_offsets.0,
             end: raw.data_offsets.1,
         };
-        if by_key.insert(key.clone(), entry).is_some() {
-            return Err(malformed(&key, "appears twice in the header"));
+        match name {
+            TensorName::Record(index) => records.push((index, entry)),
+            TensorName::Other(key) => others.push((key, entry)),
         }
     }
-    let entries = by_key;
-    check_tiling(&entries, data_len)?;
+    records.sort_by_key(|(index, _)| *index);
+    if let Some(pair) = records.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(malformed(
+            &crate::tensor_key(pair[0].0),
+            "appears twice in the header",
+        ));
+    }
+    others.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(pair) = others.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(malformed(&pair[0].0, "appears twice in the header"));
+    }
+    check_tiling(&records, &others, data_len)?;
     Ok(Header {
         data_start,
         metadata,
-        entries,
+        records,
+        others,
     })
 }
 
@@ -171,13 +217,39 @@ struct RawEntry {
 /// the header of a 4,096-record pack is megabytes of JSON).
 struct RawHeader {
     metadata: BTreeMap<String, String>,
-    entries: Vec<(String, RawEntry)>,
+    entries: Vec<(TensorName, RawEntry)>,
+}
+
+/// A header key: `__metadata__` or a tensor's name.
+enum HeaderKey {
+    Metadata,
+    Tensor(TensorName),
+}
+
+impl<'de> Deserialize<'de> for HeaderKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = HeaderKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a header key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<HeaderKey, E> {
+                Ok(if key == "__metadata__" {
+                    HeaderKey::Metadata
+                } else {
+                    HeaderKey::Tensor(TensorName::parse(key))
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
 }
 
 /// Parses the header object, remembering which key a type error belongs
 /// to so that the error can name it.
 struct HeaderSeed<'a> {
-    failed_key: &'a mut Option<String>,
+    failed_key: &'a mut Option<TensorName>,
 }
 
 impl<'de> DeserializeSeed<'de> for HeaderSeed<'_> {
@@ -198,16 +270,22 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
         let mut metadata = None;
         let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            *self.failed_key = Some(key.clone());
-            if key == "__metadata__" {
-                if metadata.is_some() {
-                    return Err(serde::de::Error::custom("`__metadata__` appears twice"));
+        while let Some(key) = map.next_key::<HeaderKey>()? {
+            match key {
+                HeaderKey::Metadata => {
+                    if metadata.is_some() {
+                        return Err(serde::de::Error::custom("`__metadata__` appears twice"));
+                    }
+                    *self.failed_key = Some(TensorName::Other("__metadata__".to_owned()));
+                    metadata = Some(map.next_value::<BTreeMap<String, String>>()?);
                 }
-                metadata = Some(map.next_value::<BTreeMap<String, String>>()?);
-            } else {
-                let entry = map.next_value::<RawEntry>()?;
-                entries.push((key, entry));
+                HeaderKey::Tensor(name) => {
+                    *self.failed_key = Some(name);
+                    let entry = map.next_value::<RawEntry>()?;
+                    // The name was stored just above.
+                    let name = self.failed_key.take().expect("the key being parsed");
+                    entries.push((name, entry));
+                }
             }
             *self.failed_key = None;
         }
@@ -230,7 +308,7 @@ fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
     .deserialize(&mut deserializer)
     .and_then(|header| deserializer.end().map(|()| header));
     parsed.map_err(|e| match (e.classify(), failed_key) {
-        (serde_json::error::Category::Data, Some(key)) => malformed(&key, e.to_string()),
+        (serde_json::error::Category::Data, Some(key)) => malformed(&key.to_key(), e.to_string()),
         _ => PackError::HeaderNotJson {
             reason: e.to_string(),
         },
@@ -240,14 +318,23 @@ fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
 /// The entries, in offset order, must start at 0, follow each other with no
 /// gap or overlap, end at the end of the file, and each span exactly the
 /// bytes its dtype and shape need.
-fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), PackError> {
-    let mut ordered: Vec<(&String, &Entry)> = entries.iter().collect();
-    ordered.sort_by_key(|(key, e)| (e.begin, e.end, *key));
+fn check_tiling(
+    records: &[(usize, Entry)],
+    others: &[(String, Entry)],
+    data_len: u64,
+) -> Result<(), PackError> {
+    let mut ordered: Vec<(&Entry, TensorRef<'_>)> = records
+        .iter()
+        .map(|(index, e)| (e, TensorRef::Record(*index)))
+        .chain(others.iter().map(|(key, e)| (e, TensorRef::Other(key))))
+        .collect();
+    ordered.sort_by(|(a, ka), (b, kb)| (a.begin, a.end, ka).cmp(&(b.begin, b.end, kb)));
     let mut previous_end = 0u64;
-    for (key, entry) in ordered {
+    for (entry, name) in ordered {
+        let key = || name.to_key();
         if entry.end < entry.begin || entry.end > data_len {
             return Err(PackError::OffsetOutOfRange {
-                key: key.clone(),
+                key: key(),
                 begin: entry.begin,
                 end: entry.end,
                 data_len,
@@ -255,7 +342,7 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         }
         if entry.begin != previous_end {
             return Err(PackError::OffsetsNotContiguous {
-                key: key.clone(),
+                key: key(),
                 begin: entry.begin,
                 previous_end,
             });
@@ -264,7 +351,7 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         let expected = entry.dtype.byte_length(&entry.shape);
         if expected != Some(actual) {
             return Err(PackError::ShapeMismatch {
-                context: format!("tensor `{key}`"),
+                context: format!("tensor `{}`", key()),
                 dtype: entry.dtype,
                 shape: entry.shape.clone(),
                 expected,
@@ -280,4 +367,20 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         });
     }
     Ok(())
+}
+
+/// A borrowed [`TensorName`], for ordering entries without copying names.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TensorRef<'a> {
+    Record(usize),
+    Other(&'a str),
+}
+
+impl TensorRef<'_> {
+    fn to_key(self) -> String {
+        match self {
+            Self::Record(index) => crate::tensor_key(index),
+            Self::Other(key) => key.to_owned(),
+        }
+    }
 }

@@ -1,7 +1,6 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -13,7 +12,7 @@ use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::header;
 use crate::info::{PackInfo, RecordLocator};
-use crate::record::RecordEntry;
+use crate::record::{IdentitySet, RecordEntry};
 use crate::summary::TensorSummary;
 use crate::values::{TensorValues, decode_bools};
 
@@ -113,26 +112,37 @@ impl PackReader {
         }
         let pack_sha256 = digests.stored;
         let descriptor = descriptor::decode(text)?;
-        let mut entries = header.entries;
+        // Record entries sorted by index, consumed in descriptor order.
+        let mut entries = header.records.into_iter().peekable();
         let mut locators = Vec::with_capacity(descriptor.records.len());
         // The writer refuses a second record for one capture identity; so
         // does the reader, or the catalog would get two rows that collapse.
-        let mut identities = BTreeSet::new();
-        for record in &descriptor.records {
+        let mut identities = IdentitySet::default();
+        let records = &descriptor.records;
+        for record in records {
             let identity = &record.metadata.identity;
-            if !identities.insert((identity.tenant_id.as_str(), identity.capture_id)) {
+            if !identities.insert(
+                &identity.tenant_id,
+                identity.capture_id,
+                record.index,
+                |i| &records[i].metadata.identity.tenant_id,
+            ) {
                 return Err(PackError::DuplicateCapture {
                     tenant_id: identity.tenant_id.clone(),
                     capture_id: identity.capture_id,
                 });
             }
-            let key = tensor_key(record.index);
-            let entry = entries
-                .remove(&key)
-                .ok_or_else(|| PackError::MissingTensor {
-                    index: record.index,
-                    key: key.clone(),
-                })?;
+            // Indexes are consumed in order, so the next entry is this
+            // record's or the record has none.
+            let entry = match entries.next_if(|(index, _)| *index == record.index) {
+                Some((_, entry)) => entry,
+                None => {
+                    return Err(PackError::MissingTensor {
+                        index: record.index,
+                        key: tensor_key(record.index),
+                    });
+                }
+            };
             let metadata = &record.metadata;
             if entry.dtype != metadata.dtype {
                 return Err(PackError::EntryDisagrees {
@@ -166,7 +176,12 @@ impl PackReader {
             }
             locators.push(locator);
         }
-        if let Some(key) = entries.into_keys().next() {
+        if let Some((index, _)) = entries.next() {
+            return Err(PackError::UnexpectedTensor {
+                key: tensor_key(index),
+            });
+        }
+        if let Some((key, _)) = header.others.into_iter().next() {
             return Err(PackError::UnexpectedTensor { key });
         }
         let crc64nvme = crc64nvme(&bytes);

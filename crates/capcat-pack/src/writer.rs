@@ -1,19 +1,18 @@
 //! Building a pack: append records, then seal.
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::descriptor::FORMAT_VERSION;
 use crate::digest::{Sha256Digest, crc64nvme};
-use crate::encode::{self, EncodedRecord};
 use crate::dtype::Dtype;
+use crate::encode::{self, EncodedRecord};
 use crate::error::PackError;
 use crate::header::LENGTH_PREFIX;
 use crate::info::{PackInfo, RecordLocator, SealedPack};
-use crate::record::RecordMetadata;
+use crate::record::{IdentitySet, RecordMetadata};
 use crate::values::{TensorValues, decode_bools};
 
 /// The most records any pack may hold, whatever its limits say: record keys
@@ -68,7 +67,6 @@ impl Default for PackLimits {
 struct PendingRecord {
     metadata: RecordMetadata,
     payload: Bytes,
-    sha256: Sha256Digest,
 }
 
 /// Accumulates records for one pack. Every append is validated, so a pack
@@ -79,7 +77,7 @@ pub struct PackWriter {
     limits: PackLimits,
     records: Vec<PendingRecord>,
     payload_bytes: u64,
-    identities: BTreeSet<(String, Uuid)>,
+    identities: IdentitySet,
 }
 
 impl PackWriter {
@@ -90,7 +88,7 @@ impl PackWriter {
             limits,
             records: Vec::new(),
             payload_bytes: 0,
-            identities: BTreeSet::new(),
+            identities: IdentitySet::default(),
         }
     }
 
@@ -159,24 +157,21 @@ impl PackWriter {
                 attempted,
             });
         }
-        let identity = (
-            metadata.identity.tenant_id.clone(),
-            metadata.identity.capture_id,
-        );
-        if self.identities.contains(&identity) {
+        let records = &self.records;
+        let identity = &metadata.identity;
+        if !self
+            .identities
+            .insert(&identity.tenant_id, identity.capture_id, index, |i| {
+                &records[i].metadata.identity.tenant_id
+            })
+        {
             return Err(PackError::DuplicateCapture {
-                tenant_id: identity.0,
-                capture_id: identity.1,
+                tenant_id: identity.tenant_id.clone(),
+                capture_id: identity.capture_id,
             });
         }
-        self.identities.insert(identity);
         self.payload_bytes = attempted;
-        let sha256 = Sha256Digest::of(&payload);
-        self.records.push(PendingRecord {
-            metadata,
-            payload,
-            sha256,
-        });
+        self.records.push(PendingRecord { metadata, payload });
         Ok(index)
     }
 
@@ -201,12 +196,14 @@ impl PackWriter {
     }
 
     /// Seals the pack: writes the safetensors file with the descriptor and
-    /// the pack digest in its header, and computes the whole-file
-    /// CRC-64/NVME and every locator.
+    /// the pack digest in its header, and computes every payload's SHA-256,
+    /// the whole-file CRC-64/NVME and every locator.
     ///
-    /// The payload digests were computed by [`PackWriter::append`]; sealing
-    /// hashes only the header (for the pack digest), so each payload byte
-    /// is hashed with SHA-256 once.
+    /// Each payload is hashed right after it is copied into the file, while
+    /// its bytes are in cache, so the copy and the SHA-256 read the source
+    /// once. The payload bytes are hashed with SHA-256 once; the header is
+    /// hashed for the pack digest, and the whole file once more with the
+    /// (much cheaper) CRC.
     pub fn seal(self) -> Result<SealedPack, PackError> {
         // safetensors orders the data section by descending dtype
         // alignment, then by key; record keys sort in record order. The
@@ -226,7 +223,6 @@ impl PackWriter {
             .zip(&begins)
             .map(|(r, &begin)| EncodedRecord {
                 metadata: &r.metadata,
-                payload_sha256: r.sha256,
                 begin,
                 end: begin + r.payload.len() as u64,
             })
@@ -240,37 +236,45 @@ impl PackWriter {
                 .iter()
                 .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
                 .sum::<usize>();
-        let payload_total = usize::try_from(self.payload_bytes).map_err(|_| {
-            PackError::TooManyBytes {
+        let payload_total =
+            usize::try_from(self.payload_bytes).map_err(|_| PackError::TooManyBytes {
                 limit: self.limits.max_payload_bytes,
                 attempted: self.payload_bytes,
-            }
-        })?;
+            })?;
         let mut bytes = Vec::with_capacity(header_estimate + payload_total);
-        let (header_len, pack_sha256) =
-            encode::write_header(&mut bytes, self.pack_id, &encoded, &order)?;
+        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
+        let data_start = bytes.len();
+        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
         for &i in &order {
+            let start = bytes.len();
             bytes.extend_from_slice(&self.records[i].payload);
+            digests[i] = Sha256Digest::of(&bytes[start..]);
         }
-        let data_start = LENGTH_PREFIX + header_len;
+        let head = &mut bytes[..data_start];
+        for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
+            encode::fill_slot(head, *slot, digest);
+        }
+        let pack_sha256 = encode::seal_header(head);
+        let crc64nvme = crc64nvme(&bytes);
+        let data_start = LENGTH_PREFIX + skeleton.header_len;
         let records = self
             .records
             .iter()
-            .zip(&begins)
+            .zip(begins.iter().zip(digests))
             .enumerate()
-            .map(|(index, (r, &begin))| RecordLocator {
+            .map(|(index, (r, (&begin, sha256)))| RecordLocator {
                 index,
                 capture_id: r.metadata.identity.capture_id,
                 offset: data_start + begin,
                 length: r.payload.len() as u64,
-                sha256: r.sha256,
+                sha256,
             })
             .collect();
         let info = PackInfo {
             pack_id: self.pack_id,
             format_version: FORMAT_VERSION,
             pack_sha256,
-            crc64nvme: crc64nvme(&bytes),
+            crc64nvme,
             byte_length: bytes.len() as u64,
             records,
         };

@@ -54,7 +54,9 @@ fn with_header(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Map<String, Valu
     match metadata {
         Some(Value::Object(mut metadata)) if metadata.contains_key(DIGEST_KEY) => {
             metadata.remove(DIGEST_KEY);
-            text.extend(format!(r#"{{"__metadata__":{{"{DIGEST_KEY}":"{}""#, "0".repeat(64)).bytes());
+            text.extend(
+                format!(r#"{{"__metadata__":{{"{DIGEST_KEY}":"{}""#, "0".repeat(64)).bytes(),
+            );
             for (key, value) in &metadata {
                 text.extend(format!(",{}:{}", Value::from(key.as_str()), value).bytes());
             }
@@ -348,7 +350,13 @@ fn an_unknown_format_version_is_refused() {
     });
     let error = open(v1);
     assert!(
-        matches!(error, PackError::UnsupportedFormatVersion { found: 1, supported: 2 }),
+        matches!(
+            error,
+            PackError::UnsupportedFormatVersion {
+                found: 1,
+                supported: 2
+            }
+        ),
         "{error}"
     );
     let v3 = with_descriptor(&sample().bytes, |d| d["format_version"] = 3.into());
