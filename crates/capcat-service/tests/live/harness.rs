@@ -268,6 +268,7 @@ pub async fn upload_orphan<S: PackStore>(
         format_version: orphan.info.format_version,
         pack_id: orphan.info.pack_id,
         sha256: orphan.info.pack_sha256.0,
+        crc64nvme: orphan.info.crc64nvme,
         record_count: records as u64,
     };
     store
@@ -297,9 +298,9 @@ pub async fn put_foreign_objects<S: PackStore>(store: &S, cfg: &ValidConfig) -> 
     for (key, body) in &foreign {
         let key = capcat_s3::ObjectKey::new(key.clone()).expect("a valid key");
         let body = Bytes::from(*body);
-        let sha = capcat_s3::sha256(&body);
+        let crc = capcat_s3::crc64nvme(&body);
         store
-            .put(&key, body, sha, &capcat_s3::UserMetadata::default())
+            .put(&key, body, crc, &capcat_s3::UserMetadata::default())
             .await
             .expect("put a foreign object");
     }
