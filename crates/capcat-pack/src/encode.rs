@@ -252,6 +252,13 @@ mod tests {
     use super::*;
     use crate::dtype::Dtype;
 
+    /// docs/pack-format.md names the digest's file offset.
+    #[test]
+    fn the_pack_digest_sits_at_offset_47() {
+        assert_eq!(HEADER_PREFIX.len(), 39);
+        assert_eq!(DIGEST_SLOT, 47);
+    }
+
     /// The header writer copies dtype names without escaping them.
     #[test]
     fn dtype_names_need_no_escaping() {
