@@ -1,10 +1,15 @@
 //! The pack descriptor: what `__metadata__["capcat"]` holds.
 //!
-//! The descriptor is the JSON *text* held in the `capcat` string,
-//! `{"format_version":2,"pack_id":"<uuid>","records":[...]}` (see
+//! In version 2 the descriptor is the JSON *text* held in the `capcat`
+//! string, `{"format_version":2,"pack_id":"<uuid>","records":[...]}` (see
 //! docs/pack-format.md). It carries no digest of its own: the pack digest in
 //! `__metadata__["capcat_pack_sha256"]` covers every header byte, the
 //! descriptor included (see `header::header_digest`).
+//!
+//! In version 1 (read, never written) the `capcat` string holds an
+//! envelope, `{"format_version":1,"descriptor_sha256":"<hex>","descriptor":"<text>"}`,
+//! whose `descriptor` string is the descriptor text and whose digest is the
+//! SHA-256 of that text. Both versions share the record fields.
 
 use std::collections::BTreeMap;
 
@@ -16,10 +21,14 @@ use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::record::{CaptureIdentity, RecordEntry, RecordMetadata};
 
-/// The pack format version this build writes and reads. Version 1 packs
-/// (whole-file pack digest, descriptor in a digest envelope) are refused
-/// with [`PackError::UnsupportedFormatVersion`].
+/// The pack format version this build writes, and the newest it reads.
 pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest pack format version this build reads: version 1 (pack digest
+/// over the whole file, kept outside the pack; descriptor in a digest
+/// envelope). Every version from this one to [`FORMAT_VERSION`] is read
+/// and fully verified; writers write only [`FORMAT_VERSION`].
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// The `__metadata__` key holding the descriptor text.
 pub const METADATA_KEY: &str = "capcat";
@@ -51,6 +60,15 @@ pub(crate) fn tensor_key_into(index: usize, out: &mut [u8; 15]) {
 #[derive(Deserialize)]
 struct VersionOnly {
     format_version: u64,
+}
+
+/// The version-1 envelope around the descriptor text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvelopeV1 {
+    format_version: u64,
+    descriptor_sha256: Sha256Digest,
+    descriptor: String,
 }
 
 #[derive(Deserialize)]
@@ -96,39 +114,73 @@ fn malformed(reason: impl std::fmt::Display) -> PackError {
     }
 }
 
-/// The version a descriptor text declares, read before anything else so
+/// The version the `capcat` value declares, read before anything else so
 /// that a pack of another version is reported as such rather than as
 /// malformed. A version-2 descriptor starts with exactly
 /// `{"format_version":2,` (the writer puts the field first); any other text
-/// falls back to a loose parse that ignores every other field.
-pub(crate) fn check_version(text: &str) -> Result<(), PackError> {
+/// (a version-1 envelope among them) falls back to a loose parse that
+/// ignores every other field. Returns a version this build reads, from
+/// [`OLDEST_FORMAT_VERSION`] to [`FORMAT_VERSION`].
+pub(crate) fn check_version(text: &str) -> Result<u32, PackError> {
     if text.starts_with(VERSION_PREFIX) {
-        return Ok(());
+        return Ok(FORMAT_VERSION);
     }
-    match serde_json::from_str::<VersionOnly>(text) {
-        Ok(loose) if loose.format_version != u64::from(FORMAT_VERSION) => {
-            Err(PackError::UnsupportedFormatVersion {
-                found: loose.format_version,
-                supported: FORMAT_VERSION,
-            })
-        }
-        Ok(_) => Ok(()),
-        Err(error) => Err(malformed(error)),
-    }
+    let loose = serde_json::from_str::<VersionOnly>(text).map_err(malformed)?;
+    u32::try_from(loose.format_version)
+        .ok()
+        .filter(|v| (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(v))
+        .ok_or(PackError::UnsupportedFormatVersion {
+            found: loose.format_version,
+            supported: FORMAT_VERSION,
+        })
 }
 
 /// How a version-2 descriptor text begins (a test ties it to
 /// [`FORMAT_VERSION`]).
 const VERSION_PREFIX: &str = r#"{"format_version":2,"#;
 
-/// Parses the descriptor text (the unescaped value of the `capcat` key).
+/// Parses the `capcat` value (the unescaped value of the key) of a pack of
+/// any version this build reads: the version-2 descriptor text, or the
+/// version-1 envelope, whose descriptor digest it checks.
 pub(crate) fn decode(text: &str) -> Result<ParsedDescriptor, PackError> {
-    check_version(text)?;
-    let version = u64::from(FORMAT_VERSION);
-    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
-    if descriptor.format_version != version {
+    match check_version(text)? {
+        FORMAT_VERSION => decode_descriptor(text, FORMAT_VERSION, "its first field"),
+        _ => decode_v1(text),
+    }
+}
+
+/// Parses and verifies a version-1 envelope: its `descriptor_sha256` must
+/// be the SHA-256 of the UTF-8 of its `descriptor` string, and the
+/// descriptor must say version 1 too.
+fn decode_v1(text: &str) -> Result<ParsedDescriptor, PackError> {
+    let envelope: EnvelopeV1 = serde_json::from_str(text).map_err(malformed)?;
+    if envelope.format_version != 1 {
         return Err(malformed(format!(
-            "the descriptor says format_version {} but its first field says {version}",
+            "a version-1 envelope says format_version {}",
+            envelope.format_version
+        )));
+    }
+    let actual = Sha256Digest::of(envelope.descriptor.as_bytes());
+    if actual != envelope.descriptor_sha256 {
+        return Err(PackError::DescriptorChecksumMismatch {
+            expected: envelope.descriptor_sha256,
+            actual,
+        });
+    }
+    decode_descriptor(&envelope.descriptor, 1, "the envelope")
+}
+
+/// Parses descriptor text that must declare `version`; `declared_by` names
+/// what declared the version first, for the error.
+fn decode_descriptor(
+    text: &str,
+    version: u32,
+    declared_by: &str,
+) -> Result<ParsedDescriptor, PackError> {
+    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
+    if descriptor.format_version != u64::from(version) {
+        return Err(malformed(format!(
+            "the descriptor says format_version {} but {declared_by} says {version}",
             descriptor.format_version
         )));
     }
@@ -191,11 +243,8 @@ mod tests {
     fn unknown_version_is_reported_before_shape() {
         for (text, found) in [
             (r#"{"format_version":3,"whatever":true}"#, 3),
-            // A version-1 pack's `capcat` value is its envelope.
-            (
-                r#"{"format_version":1,"descriptor_sha256":"00","descriptor":"{}"}"#,
-                1,
-            ),
+            (r#"{"format_version":0,"whatever":true}"#, 0),
+            (r#"{"format_version":4294967297}"#, 4_294_967_297),
         ] {
             let error = decode(text).unwrap_err();
             assert!(
@@ -206,6 +255,47 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// A version-1 envelope as version 1 wrote it (`serde_json` of the
+    /// envelope struct, fields in declaration order).
+    fn envelope_v1(descriptor: &str) -> String {
+        serde_json::json!({
+            "format_version": 1,
+            "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
+            "descriptor": descriptor,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_version_1_envelope_is_read_and_its_digest_checked() {
+        let descriptor =
+            r#"{"format_version":1,"pack_id":"00000000-0000-0000-0000-000000000007","records":[]}"#;
+        let envelope = envelope_v1(descriptor);
+        assert_eq!(check_version(&envelope).expect("a known version"), 1);
+        let parsed = decode(&envelope).expect("a valid version-1 envelope");
+        assert_eq!(parsed.pack_id, Uuid::from_u128(7));
+        let tampered = envelope.replace("0007", "0008");
+        assert!(
+            matches!(
+                decode(&tampered),
+                Err(PackError::DescriptorChecksumMismatch { .. })
+            ),
+            "{tampered}"
+        );
+        // The envelope and its descriptor must agree on the version, and
+        // the envelope has exactly its three fields.
+        let v2_inside = envelope_v1(&descriptor.replace(":1,", ":2,"));
+        assert!(matches!(
+            decode(&v2_inside),
+            Err(PackError::MalformedDescriptor { .. })
+        ));
+        let extra = envelope.replacen('{', r#"{"extra":1,"#, 1);
+        assert!(matches!(
+            decode(&extra),
+            Err(PackError::MalformedDescriptor { .. })
+        ));
     }
 
     #[test]

@@ -61,19 +61,35 @@ pub enum PackError {
     /// file may be a safetensors file, but it is not a pack.
     #[error("not a Capcat pack: the header has no `__metadata__.capcat` descriptor")]
     MissingDescriptor,
-    /// The descriptor envelope or the descriptor is not the documented JSON.
+    /// The descriptor (or a version-1 pack's envelope) is not the
+    /// documented JSON.
     #[error("malformed descriptor: {reason}")]
     MalformedDescriptor {
         /// What is wrong with it.
         reason: String,
     },
     /// The pack declares a format version this build cannot read.
-    #[error("unsupported pack format version {found} (this build reads version {supported})")]
+    #[error(
+        "unsupported pack format version {found} (this build reads versions {} to {supported})",
+        crate::OLDEST_FORMAT_VERSION
+    )]
     UnsupportedFormatVersion {
         /// The version the pack declares.
         found: u64,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every version
+        /// from [`crate::OLDEST_FORMAT_VERSION`] up to this one).
         supported: u32,
+    },
+    /// A version-1 pack's descriptor text does not hash to the
+    /// `descriptor_sha256` its envelope holds.
+    #[error(
+        "descriptor checksum mismatch: the version-1 envelope says {expected}, the descriptor hashes to {actual}"
+    )]
+    DescriptorChecksumMismatch {
+        /// The digest in the envelope.
+        expected: Sha256Digest,
+        /// The digest of the descriptor text.
+        actual: Sha256Digest,
     },
     /// The header does not hash to the pack digest it carries
     /// (`__metadata__.capcat_pack_sha256`): a header byte (descriptor,

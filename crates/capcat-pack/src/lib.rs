@@ -76,7 +76,7 @@ mod summary;
 mod values;
 mod writer;
 
-pub use descriptor::{DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, tensor_key};
+pub use descriptor::{DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, OLDEST_FORMAT_VERSION, tensor_key};
 pub use digest::{Sha256Digest, crc64nvme};
 pub use dtype::{Dtype, element_count};
 pub use error::PackError;

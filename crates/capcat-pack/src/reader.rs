@@ -21,6 +21,7 @@ use crate::values::{TensorValues, decode_bools};
 #[derive(Clone, Debug)]
 pub struct PackReader {
     bytes: Bytes,
+    format_version: u32,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
     crc64nvme: u64,
@@ -39,6 +40,13 @@ impl PackReader {
     /// digest covers the header, which holds every payload digest). Use
     /// [`PackReader::from_bytes_expecting`] to also compare the pack digest
     /// with the one the catalog or the store recorded at seal time.
+    ///
+    /// A version-1 pack is read too, with the checks version 1 defines:
+    /// the descriptor's digest in its envelope, the entries against the
+    /// descriptor, every payload's SHA-256 and every `BOOL` byte; its pack
+    /// digest is the SHA-256 of the whole file, which only
+    /// [`PackReader::from_bytes_expecting`] can compare (version 1 covers
+    /// the header's padding and JSON spacing with nothing else).
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, PackError> {
         Self::open(bytes.into())
     }
@@ -81,36 +89,17 @@ impl PackReader {
             .ok_or(PackError::MissingDescriptor)?;
         // The version first: a pack of another version is refused as such,
         // whatever else differs in its header.
-        descriptor::check_version(text)?;
-        // Exactly the two keys, as the format says: anything else in the
-        // header would be bytes no reader of ours interprets.
-        if let Some(extra) = header
-            .metadata
-            .keys()
-            .find(|k| *k != METADATA_KEY && *k != DIGEST_KEY)
-        {
-            return Err(PackError::MalformedHeader {
-                key: "__metadata__".to_owned(),
-                reason: format!(
-                    "unexpected key `{extra}`: a pack's metadata keys are `{DIGEST_KEY}` and `{METADATA_KEY}`"
-                ),
-            });
-        }
-        // The header parser checked that data_start is within the file.
-        let head = &bytes[..usize::try_from(header.data_start).map_err(|_| {
-            PackError::HeaderTooLarge {
-                header_len: header.data_start,
-                limit: header::MAX_HEADER_BYTES,
-            }
-        })?];
-        let digests = header::digests(head)?;
-        if digests.actual != digests.stored {
-            return Err(PackError::HeaderChecksumMismatch {
-                stored: digests.stored,
-                actual: digests.actual,
-            });
-        }
-        let pack_sha256 = digests.stored;
+        let format_version = descriptor::check_version(text)?;
+        let pack_sha256 = if format_version == FORMAT_VERSION {
+            verify_header_digest(&bytes, &header)?
+        } else {
+            // Version 1: one metadata key, and the pack's digest is the
+            // SHA-256 of the whole file, which only a caller holding the
+            // recorded digest can compare (the header's padding and JSON
+            // spacing are covered by nothing else).
+            only_metadata_keys(&header, &[METADATA_KEY])?;
+            Sha256Digest::of(&bytes)
+        };
         let descriptor = descriptor::decode(text)?;
         // Record entries sorted by index, consumed in descriptor order.
         let mut entries = header.records.into_iter().peekable();
@@ -187,6 +176,7 @@ impl PackReader {
         let crc64nvme = crc64nvme(&bytes);
         Ok(Self {
             bytes,
+            format_version,
             pack_id: descriptor.pack_id,
             pack_sha256,
             crc64nvme,
@@ -200,13 +190,17 @@ impl PackReader {
         self.pack_id
     }
 
-    /// The format version (always [`FORMAT_VERSION`]: others are refused).
+    /// The format version the pack was written in: [`FORMAT_VERSION`], or
+    /// an older version this build still reads (from
+    /// [`crate::OLDEST_FORMAT_VERSION`]).
     pub fn format_version(&self) -> u32 {
-        FORMAT_VERSION
+        self.format_version
     }
 
-    /// The pack digest (see [`PackInfo::pack_sha256`]), verified against
-    /// the header's bytes.
+    /// The pack's SHA-256 identity as its format version defines it (see
+    /// [`PackInfo::pack_sha256`]): for version 2 the pack digest, verified
+    /// against the header's bytes; for version 1 the SHA-256 of the whole
+    /// file, the digest version-1 catalogs and stores recorded.
     pub fn pack_sha256(&self) -> Sha256Digest {
         self.pack_sha256
     }
@@ -246,7 +240,7 @@ impl PackReader {
     pub fn info(&self) -> PackInfo {
         PackInfo {
             pack_id: self.pack_id,
-            format_version: FORMAT_VERSION,
+            format_version: self.format_version,
             pack_sha256: self.pack_sha256,
             crc64nvme: self.crc64nvme,
             byte_length: self.bytes.len() as u64,
@@ -295,6 +289,51 @@ impl PackReader {
                 count: self.locators.len(),
             })
     }
+}
+
+/// Checks that the header's `__metadata__` holds exactly `allowed` keys
+/// besides `capcat` (which the caller found): anything else in the header
+/// would be bytes no reader of ours interprets.
+fn only_metadata_keys(header: &header::Header, allowed: &[&str]) -> Result<(), PackError> {
+    match header
+        .metadata
+        .keys()
+        .find(|k| !allowed.contains(&k.as_str()))
+    {
+        Some(extra) => Err(PackError::MalformedHeader {
+            key: "__metadata__".to_owned(),
+            reason: format!(
+                "unexpected key `{extra}`: a pack's metadata keys are {}",
+                allowed
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a version-2 header: exactly its two metadata keys, and the pack
+/// digest at its fixed place equal to the digest of the header's bytes.
+/// Returns the verified pack digest.
+fn verify_header_digest(bytes: &[u8], header: &header::Header) -> Result<Sha256Digest, PackError> {
+    only_metadata_keys(header, &[DIGEST_KEY, METADATA_KEY])?;
+    // The header parser checked that data_start is within the file.
+    let head =
+        &bytes[..usize::try_from(header.data_start).map_err(|_| PackError::HeaderTooLarge {
+            header_len: header.data_start,
+            limit: header::MAX_HEADER_BYTES,
+        })?];
+    let digests = header::digests(head)?;
+    if digests.actual != digests.stored {
+        return Err(PackError::HeaderChecksumMismatch {
+            stored: digests.stored,
+            actual: digests.actual,
+        });
+    }
+    Ok(digests.stored)
 }
 
 /// The payload a locator names. Only called with locators built from a

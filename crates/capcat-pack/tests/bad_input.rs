@@ -327,11 +327,11 @@ fn every_flipped_byte_is_caught_without_an_expected_digest() {
     }
 }
 
-#[test]
-fn an_unknown_format_version_is_refused() {
-    // A version-1 pack, as version 1 wrote it: the `capcat` value is an
-    // envelope and there is no pack digest key.
-    let v1 = with_header(&sample().bytes, |h| {
+/// `sample()` rewritten as version 1 lays out its header: the `capcat`
+/// value an envelope around the descriptor (with `edit` applied to the
+/// descriptor text), no pack digest key.
+fn as_version_1(edit: impl FnOnce(String) -> String) -> Vec<u8> {
+    with_header(&sample().bytes, |h| {
         let Value::Object(m) = &mut h["__metadata__"] else {
             panic!("object")
         };
@@ -344,26 +344,61 @@ fn an_unknown_format_version_is_refused() {
         let envelope = serde_json::json!({
             "format_version": 1,
             "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
-            "descriptor": descriptor,
+            "descriptor": edit(descriptor),
         });
         m.insert(METADATA_KEY.to_owned(), Value::String(envelope.to_string()));
-    });
-    let error = open(v1);
+    })
+}
+
+#[test]
+fn a_version_1_header_is_read_by_the_version_1_rules() {
+    let reader = PackReader::from_bytes(as_version_1(|d| d)).expect("version 1 reads");
+    assert_eq!(reader.format_version(), 1);
+    assert_eq!(reader.info().format_version, 1);
+    assert_eq!(
+        reader.records(),
+        PackReader::from_bytes(sample().bytes)
+            .expect("valid")
+            .records()
+    );
+    // Its descriptor digest is checked...
+    let error = open(as_version_1(|d| d.replacen("run", "RUN", 1)));
     assert!(
-        matches!(
-            error,
-            PackError::UnsupportedFormatVersion {
-                found: 1,
-                supported: 2
-            }
-        ),
+        matches!(error, PackError::DescriptorChecksumMismatch { .. }),
         "{error}"
     );
-    let v3 = with_descriptor(&sample().bytes, |d| d["format_version"] = 3.into());
+    // ...and it has exactly one metadata key.
+    let bytes = with_header(&as_version_1(|d| d), |h| {
+        h["__metadata__"][DIGEST_KEY] = "0".repeat(64).into();
+    });
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::MalformedHeader { ref key, .. } if key == "__metadata__"),
+        "{error}"
+    );
+    // Its payloads are verified as in version 2.
+    let mut bytes = as_version_1(|d| d);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
     assert!(matches!(
-        open(v3),
-        PackError::UnsupportedFormatVersion { found: 3, .. }
+        open(bytes),
+        PackError::PayloadChecksumMismatch { .. }
     ));
+}
+
+#[test]
+fn an_unknown_format_version_is_refused() {
+    for version in [0, 3] {
+        let bytes = with_descriptor(&sample().bytes, |d| d["format_version"] = version.into());
+        let error = open(bytes);
+        assert!(
+            matches!(
+                error,
+                PackError::UnsupportedFormatVersion { found, supported: 2 } if found == version
+            ),
+            "{error}"
+        );
+    }
 }
 
 #[test]
