@@ -37,7 +37,7 @@ fn meta(n: u128, bytes: &[u8]) -> PackMetadata {
         format_version: 1,
         pack_id: Uuid::from_u128(0xbe9c_0000_0000_4000_8000_0000_0000_0000 | n),
         sha256: sha256(bytes),
-        crc64nvme: crc64nvme(bytes),
+        crc64nvme: Some(crc64nvme(bytes)),
         record_count: 1,
     }
 }

@@ -220,7 +220,10 @@ pub trait PackStore: Send + Sync {
 
     /// Uploads a pack under `v1/<prefix>/<pack_id>.pack` with its metadata,
     /// declaring `metadata.crc64nvme` as the checksum, so bytes that changed
-    /// since the pack was sealed are refused by the store.
+    /// since the pack was sealed are refused by the store. Metadata without
+    /// a CRC (a version-1 pack's, as stored before) declares the CRC of
+    /// `pack` itself and stores none, so the object keeps being checked
+    /// against its SHA-256 metadata.
     fn put_pack(
         &self,
         prefix: &CatalogPrefix,
@@ -229,8 +232,8 @@ pub trait PackStore: Send + Sync {
     ) -> impl Future<Output = Result<PutReceipt, StoreError>> + Send {
         let key = PackKey::new(prefix.clone(), metadata.pack_id).object_key();
         let user_metadata = metadata.to_user_metadata();
-        let crc64nvme = metadata.crc64nvme;
-        async move { self.put(&key, pack, crc64nvme, &user_metadata).await }
+        let crc = metadata.crc64nvme.unwrap_or_else(|| crc64nvme(&pack));
+        async move { self.put(&key, pack, crc, &user_metadata).await }
     }
 }
 

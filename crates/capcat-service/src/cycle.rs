@@ -171,7 +171,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             format_version: pack.format_version(),
             pack_id,
             sha256: pack.pack_sha256().0,
-            crc64nvme: pack.crc64nvme(),
+            crc64nvme: Some(pack.crc64nvme()),
             record_count: pack.len() as u64,
         };
         let body = pack.bytes().clone();
@@ -196,8 +196,8 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             return Err(CycleError::UploadNotVerified {
                 pack_id,
                 detail: format!(
-                    "HEAD says {} bytes, pack digest {}, crc64nvme {:016x}; sealed {size} bytes, \
-                     pack digest {}, crc64nvme {:016x}",
+                    "HEAD says {} bytes, pack digest {}, crc64nvme {:016x?}; sealed {size} bytes, \
+                     pack digest {}, crc64nvme {:016x?}",
                     head.size,
                     hex::encode(stored.sha256),
                     stored.crc64nvme,

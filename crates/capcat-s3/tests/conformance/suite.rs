@@ -47,7 +47,7 @@ pub(crate) fn pack_metadata(id: Uuid, body: &[u8], records: u64) -> PackMetadata
         format_version: 1,
         pack_id: id,
         sha256: sha256(body),
-        crc64nvme: crc64nvme(body),
+        crc64nvme: Some(crc64nvme(body)),
         record_count: records,
     }
 }
@@ -69,7 +69,7 @@ pub(crate) async fn metadata_round_trips<S: PackStore>(f: &Fixture<S>) {
     if let Some(checksum) = head.checksum {
         assert_eq!(
             checksum,
-            ObjectChecksum::Crc64Nvme(meta.crc64nvme),
+            ObjectChecksum::Crc64Nvme(crc64nvme(&body)),
             "the store's checksum is the declared one"
         );
     }
@@ -279,7 +279,7 @@ pub(crate) async fn wrong_checksum_is_refused<S: PackStore>(f: &Fixture<S>) {
     let mut meta = pack_metadata(pack_id(2), &body, 1);
     // The pack changed after it was sealed: its bytes no longer match the
     // CRC-64/NVME it declares.
-    meta.crc64nvme = crc64nvme(b"some other bytes");
+    meta.crc64nvme = Some(crc64nvme(b"some other bytes"));
     let error = f
         .store
         .put_pack(&catalog, body, &meta)
@@ -442,4 +442,33 @@ pub(crate) async fn listing_skips_and_counts_foreign_keys<S: PackStore>(f: &Fixt
     let sweep = reconcile::head_packs(&f.store, &uncommitted[..1]).await;
     assert_eq!(sweep.gone.len(), 1);
     assert!(sweep.errors.is_empty() && sweep.verified.is_empty() && sweep.foreign.count == 0);
+}
+
+/// A pack stored before the store declared CRC-64/NVME: format version 1,
+/// its whole-object SHA-256 as `capcat-sha256`, no `capcat-crc64nvme`. It
+/// is still a pack: its metadata reads back, the reconciler verifies it
+/// rather than skipping it as foreign, and a whole GET returns its bytes.
+pub(crate) async fn a_version_1_pack_without_a_crc_is_still_a_pack<S: PackStore>(f: &Fixture<S>) {
+    let catalog = f.catalog("old");
+    let body = pattern(5_000, 12);
+    let meta = PackMetadata {
+        crc64nvme: None,
+        ..pack_metadata(pack_id(20), &body, 2)
+    };
+    f.store
+        .put_pack(&catalog, body.clone(), &meta)
+        .await
+        .expect("put an older pack");
+    let key = PackKey::new(catalog.clone(), meta.pack_id);
+    let head = f.store.head(&key.object_key()).await.expect("head");
+    assert_eq!(head.metadata.get(capcat_s3::metadata::CRC64NVME), None);
+    assert_eq!(head.pack_metadata(), Ok(meta));
+    let listing = reconcile::list_catalog_packs(&f.store, &catalog, ListLimits::default())
+        .await
+        .expect("list");
+    let sweep = reconcile::head_packs(&f.store, &listing.packs).await;
+    assert_eq!(sweep.foreign.count, 0, "{:?}", sweep.foreign);
+    assert_eq!(sweep.verified.len(), 1);
+    assert_eq!(sweep.verified[0].metadata, meta);
+    assert_eq!(f.store.get(&key.object_key()).await.expect("get"), body);
 }
