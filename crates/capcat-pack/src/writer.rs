@@ -8,9 +8,8 @@ use uuid::Uuid;
 use crate::descriptor::FORMAT_VERSION;
 use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
-use crate::encode::{self, EncodedRecord};
+use crate::encode::{self, EncodedRecord, Skeleton};
 use crate::error::PackError;
-use crate::header::LENGTH_PREFIX;
 use crate::info::{PackInfo, RecordLocator, SealedPack};
 use crate::record::{IdentitySet, RecordMetadata};
 use crate::values::{TensorValues, decode_bools};
@@ -199,11 +198,14 @@ impl PackWriter {
     /// the pack digest in its header, and computes every payload's SHA-256,
     /// the whole-file CRC-64/NVME and every locator.
     ///
-    /// Each payload is hashed right after it is copied into the file, while
-    /// its bytes are in cache, so the copy and the SHA-256 read the source
-    /// once. The payload bytes are hashed with SHA-256 once; the header is
-    /// hashed for the pack digest, and the whole file once more with the
-    /// (much cheaper) CRC.
+    /// Every payload byte is hashed with SHA-256 once, the header once more
+    /// for the pack digest, and the finished file once with the (much
+    /// cheaper) CRC. A pack of at least 1 MiB of payload hashes on
+    /// two threads: one scoped helper thread hashes the payloads at the end
+    /// of the data section straight from their buffers, while the caller's thread writes the header, copies every
+    /// payload into the file and hashes the payloads at the start of the
+    /// data section as it copies them. The output does not depend on the
+    /// split: the file is the same bytes however the work was shared.
     pub fn seal(self) -> Result<SealedPack, PackError> {
         // safetensors orders the data section by descending dtype
         // alignment, then by key; record keys sort in record order. The
@@ -217,46 +219,49 @@ impl PackWriter {
             begins[i] = next;
             next += self.records[i].payload.len() as u64;
         }
-        let encoded: Vec<EncodedRecord<'_>> = self
-            .records
-            .iter()
-            .zip(&begins)
-            .map(|(r, &begin)| EncodedRecord {
-                metadata: &r.metadata,
-                begin,
-                end: begin + r.payload.len() as u64,
-            })
-            .collect();
-        // One allocation for the whole file when the estimate holds (it is
-        // generous for metadata that needs no escaping); the header writer
-        // grows the buffer when it does not.
-        let header_estimate = 256
-            + self
-                .records
-                .iter()
-                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
-                .sum::<usize>();
         let payload_total =
             usize::try_from(self.payload_bytes).map_err(|_| PackError::TooManyBytes {
                 limit: self.limits.max_payload_bytes,
                 attempted: self.payload_bytes,
             })?;
-        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
-        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
-        let data_start = bytes.len();
-        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
-        for &i in &order {
-            let start = bytes.len();
-            bytes.extend_from_slice(&self.records[i].payload);
-            digests[i] = Sha256Digest::of(&bytes[start..]);
-        }
-        let head = &mut bytes[..data_start];
-        for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
-            encode::fill_slot(head, *slot, digest);
-        }
-        let pack_sha256 = encode::seal_header(head);
-        let crc64nvme = crc64nvme(&bytes);
-        let data_start = LENGTH_PREFIX + skeleton.header_len;
+        // The caller's share of the data section (in data order), the rest
+        // is the helper's; all of it for a pack too small to pay for a
+        // thread.
+        let split = if payload_total >= PARALLEL_SEAL_BYTES {
+            let target = (payload_total as u64) * CALLER_SHARE_PERCENT / 100;
+            order.partition_point(|&i| begins[i] < target)
+        } else {
+            order.len()
+        };
+        let (mine, theirs) = order.split_at(split);
+        let records = &self.records;
+        let (data_start, pack_sha256, bytes, digests, crc64nvme) = std::thread::scope(|scope| {
+            let helper = (!theirs.is_empty()).then(|| scope.spawn(|| hash_share(records, theirs)));
+            let written = self.write_file(&begins, &order, mine, payload_total);
+            let theirs_digests = match helper {
+                // The helper runs no code that panics on valid records; if
+                // it did, the panic is the caller's, as on one thread.
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => Vec::new(),
+            };
+            let (skeleton, mut bytes, mut digests) = written?;
+            let data_start = bytes.len() - payload_total;
+            for (&i, digest) in theirs.iter().zip(theirs_digests) {
+                digests[i] = digest;
+            }
+            let head = &mut bytes[..data_start];
+            for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
+                encode::fill_slot(head, *slot, digest);
+            }
+            let pack_sha256 = encode::seal_header(head);
+            // One pass over the finished file: the CRC runs at memory speed,
+            // faster than combining CRCs of parts computed apart.
+            let crc = crc64nvme(&bytes);
+            Ok::<_, PackError>((data_start, pack_sha256, bytes, digests, crc))
+        })?;
+        let data_start = data_start as u64;
         let records = self
             .records
             .iter()
@@ -283,6 +288,72 @@ impl PackWriter {
             info,
         })
     }
+
+    /// The caller's half of sealing: writes the header skeleton and then
+    /// every payload (in data order) into one buffer, hashing the payloads
+    /// of `mine` (the start of the data order) as they are copied. Returns
+    /// the header's layout, the file with its digest slots still `'0'`s and
+    /// the digests by record index (those of `mine` filled).
+    fn write_file(
+        &self,
+        begins: &[u64],
+        order: &[usize],
+        mine: &[usize],
+        payload_total: usize,
+    ) -> Result<(Skeleton, Vec<u8>, Vec<Sha256Digest>), PackError> {
+        let encoded: Vec<EncodedRecord<'_>> = self
+            .records
+            .iter()
+            .zip(begins)
+            .map(|(r, &begin)| EncodedRecord {
+                metadata: &r.metadata,
+                begin,
+                end: begin + r.payload.len() as u64,
+            })
+            .collect();
+        // One allocation for the whole file when the estimate holds (it is
+        // generous for metadata that needs no escaping); the header writer
+        // grows the buffer when it does not.
+        let header_estimate = 256
+            + self
+                .records
+                .iter()
+                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
+                .sum::<usize>();
+        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
+        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, order)?;
+        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
+        // Each payload of `mine` is hashed right after it is copied, while
+        // its bytes are in cache.
+        for &i in mine {
+            let start = bytes.len();
+            bytes.extend_from_slice(&self.records[i].payload);
+            digests[i] = Sha256Digest::of(&bytes[start..]);
+        }
+        for &i in &order[mine.len()..] {
+            bytes.extend_from_slice(&self.records[i].payload);
+        }
+        Ok((skeleton, bytes, digests))
+    }
+}
+
+/// Packs with at least this many payload bytes seal on two threads; below
+/// it, a thread costs more than it saves.
+const PARALLEL_SEAL_BYTES: usize = 1 << 20;
+
+/// The part of the data section (in percent of its bytes) whose payloads
+/// the caller's thread hashes while sealing on two threads; the helper
+/// hashes the rest. The caller also writes the header and copies every
+/// payload, so its share of the hashing is the smaller one.
+const CALLER_SHARE_PERCENT: u64 = 30;
+
+/// The helper's half of sealing: the SHA-256 of each payload of `share` (in
+/// `share`'s order), read from the records' own buffers.
+fn hash_share(records: &[PendingRecord], share: &[usize]) -> Vec<Sha256Digest> {
+    share
+        .iter()
+        .map(|&i| Sha256Digest::of(&records[i].payload))
+        .collect()
 }
 
 /// Bytes of free text in `metadata`, for sizing the header buffer.

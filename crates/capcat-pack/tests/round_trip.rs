@@ -114,3 +114,54 @@ fn zero_sized_tensors_of_every_dtype_round_trip() {
         assert_eq!(reader.locator(i).expect("in range").length, 0);
     }
 }
+
+/// A pack of more than 1 MiB of payload seals on two threads (the caller's
+/// and one helper): with mixed dtypes, so the data order differs from the
+/// record order and the split falls between records of different kinds,
+/// it must still verify (every payload digest, the pack digest), carry the
+/// CRC-64/NVME of its whole file, and give back every payload.
+#[test]
+fn a_pack_sealed_on_two_threads_verifies_and_carries_its_crc() {
+    let kinds = [
+        (Dtype::BF16, vec![1, 896]),
+        (Dtype::I64, vec![48]),
+        (Dtype::BOOL, vec![7]),
+        (Dtype::F32, vec![2, 300]),
+    ];
+    let mut writer = PackWriter::new(Uuid::from_u128(3), PackLimits::default());
+    let mut payloads = Vec::new();
+    for i in 0..1_200_u64 {
+        let (dtype, shape) = &kinds[(i % 4) as usize];
+        let len = usize::try_from(dtype.byte_length(shape).expect("small")).expect("small");
+        let bytes: Vec<u8> = (0..len)
+            .map(|b| {
+                let byte = (i as usize).wrapping_mul(131).wrapping_add(b * 7) as u8;
+                if *dtype == Dtype::BOOL {
+                    byte & 1
+                } else {
+                    byte
+                }
+            })
+            .collect();
+        writer
+            .append(common::meta(i, *dtype, shape), bytes.clone())
+            .expect("valid record");
+        payloads.push(bytes);
+    }
+    assert!(
+        writer.payload_bytes() > 1 << 20,
+        "large enough for two threads"
+    );
+    let sealed = writer.seal().expect("seals");
+    assert_eq!(sealed.info.crc64nvme, capcat_pack::crc64nvme(&sealed.bytes));
+    let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
+        .expect("verifies");
+    assert_eq!(reader.info(), sealed.info);
+    for (i, bytes) in payloads.iter().enumerate() {
+        assert_eq!(
+            reader.payload(i).expect("a record"),
+            bytes.as_slice(),
+            "record {i}"
+        );
+    }
+}
