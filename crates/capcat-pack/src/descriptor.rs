@@ -11,9 +11,11 @@
 //! whose `descriptor` string is the descriptor text and whose digest is the
 //! SHA-256 of that text. Both versions share the record fields.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use uuid::Uuid;
 
 use crate::digest::Sha256Digest;
@@ -74,7 +76,15 @@ struct EnvelopeV1 {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Descriptor {
+    #[expect(
+        dead_code,
+        reason = "parsed so that the whole text is checked; facts() reads it"
+    )]
     format_version: u64,
+    #[expect(
+        dead_code,
+        reason = "parsed so that the whole text is checked; facts() reads it"
+    )]
     pack_id: Uuid,
     records: Vec<DescriptorRecord>,
 }
@@ -101,7 +111,8 @@ struct DescriptorRecord {
     payload_sha256: Sha256Digest,
 }
 
-/// The descriptor as the reader returns it.
+/// The descriptor as the unit tests read it.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ParsedDescriptor {
     pub(crate) pack_id: Uuid,
@@ -140,20 +151,28 @@ pub(crate) fn check_version(text: &str) -> Result<u32, PackError> {
 const VERSION_PREFIX: &str = r#"{"format_version":2,"#;
 
 /// Parses the `capcat` value (the unescaped value of the key) of a pack of
-/// any version this build reads: the version-2 descriptor text, or the
-/// version-1 envelope, whose descriptor digest it checks.
-pub(crate) fn decode(text: &str) -> Result<ParsedDescriptor, PackError> {
-    match check_version(text)? {
-        FORMAT_VERSION => decode_descriptor(text, FORMAT_VERSION, "its first field"),
-        _ => decode_v1(text),
-    }
+/// any version this build reads into owned records: the version-2
+/// descriptor text, or the version-1 envelope, whose descriptor digest it
+/// checks.
+#[cfg(test)]
+pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
+    let version = check_version(value)?;
+    let text = descriptor_text(value.to_owned(), version)?;
+    let facts = facts(&text, version)?;
+    Ok(ParsedDescriptor {
+        pack_id: facts.pack_id,
+        records: records(&text)?,
+    })
 }
 
-/// Parses and verifies a version-1 envelope: its `descriptor_sha256` must
-/// be the SHA-256 of the UTF-8 of its `descriptor` string, and the
-/// descriptor must say version 1 too.
-fn decode_v1(text: &str) -> Result<ParsedDescriptor, PackError> {
-    let envelope: EnvelopeV1 = serde_json::from_str(text).map_err(malformed)?;
+/// The descriptor text a `capcat` value of `version` holds: for version 2
+/// the value itself; for version 1 its envelope's `descriptor` string,
+/// after checking that it hashes to the envelope's `descriptor_sha256`.
+pub(crate) fn descriptor_text(value: String, version: u32) -> Result<String, PackError> {
+    if version == FORMAT_VERSION {
+        return Ok(value);
+    }
+    let envelope: EnvelopeV1 = serde_json::from_str(&value).map_err(malformed)?;
     if envelope.format_version != 1 {
         return Err(malformed(format!(
             "a version-1 envelope says format_version {}",
@@ -167,24 +186,143 @@ fn decode_v1(text: &str) -> Result<ParsedDescriptor, PackError> {
             actual,
         });
     }
-    decode_descriptor(&envelope.descriptor, 1, "the envelope")
+    Ok(envelope.descriptor)
 }
 
-/// Parses descriptor text that must declare `version`; `declared_by` names
-/// what declared the version first, for the error.
-fn decode_descriptor(
-    text: &str,
-    version: u32,
-    declared_by: &str,
-) -> Result<ParsedDescriptor, PackError> {
-    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
-    if descriptor.format_version != u64::from(version) {
+/// What opening a pack checks of each record, borrowed from the
+/// descriptor text where it can be.
+#[derive(Debug)]
+pub(crate) struct RecordFacts<'a> {
+    pub(crate) tenant_id: Cow<'a, str>,
+    pub(crate) capture_id: Uuid,
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) payload_sha256: Sha256Digest,
+}
+
+/// The descriptor as opening a pack checks it.
+#[derive(Debug)]
+pub(crate) struct DescriptorFacts<'a> {
+    pub(crate) pack_id: Uuid,
+    pub(crate) records: Vec<RecordFacts<'a>>,
+}
+
+/// One record as [`facts`] parses it: every field of [`DescriptorRecord`]
+/// with the same type, except that the free-text fields are checked to be
+/// strings and not kept. Whatever this accepts, [`records`] decodes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(
+    dead_code,
+    reason = "the fields opening does not keep are parsed only to check their type"
+)]
+struct RecordView<'a> {
+    #[serde(borrow)]
+    tenant_id: Cow<'a, str>,
+    experiment_id: AnyString,
+    run_id: AnyString,
+    captured_at_ns: u64,
+    capture_id: Uuid,
+    model: AnyString,
+    module_path: AnyString,
+    hook: AnyString,
+    step: u64,
+    tensor_name: AnyString,
+    dtype: Dtype,
+    shape: Vec<u64>,
+    tags: AnyStringMap,
+    payload_sha256: Sha256Digest,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescriptorView<'a> {
+    format_version: u64,
+    pack_id: Uuid,
+    #[serde(borrow)]
+    records: Vec<RecordView<'a>>,
+}
+
+/// A JSON string, checked and dropped (no copy is kept).
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl Visitor<'_> for StrVisitor {
+            type Value = AnyString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<AnyString, E> {
+                Ok(AnyString)
+            }
+        }
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+/// A JSON object of string values (the `tags`), checked and dropped. Like
+/// the `BTreeMap` [`records`] decodes it into, it accepts any key order and
+/// repeated keys.
+struct AnyStringMap;
+
+impl<'de> Deserialize<'de> for AnyStringMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor;
+        impl<'de> Visitor<'de> for MapVisitor {
+            type Value = AnyStringMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyStringMap, A::Error> {
+                // The parser ends the loop at the end of the object, and
+                // the object is finite.
+                while map.next_entry::<AnyString, AnyString>()?.is_some() {}
+                Ok(AnyStringMap)
+            }
+        }
+        deserializer.deserialize_map(MapVisitor)
+    }
+}
+
+/// Parses descriptor text of `version` and type-checks every field, keeping
+/// only what opening a pack checks; the owned records are decoded from the
+/// same text by [`records`] when they are first asked for.
+pub(crate) fn facts(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
+    let view: DescriptorView<'_> = serde_json::from_str(text).map_err(malformed)?;
+    if view.format_version != u64::from(version) {
+        let declared_by = if version == FORMAT_VERSION {
+            "its first field"
+        } else {
+            "the envelope"
+        };
         return Err(malformed(format!(
             "the descriptor says format_version {} but {declared_by} says {version}",
-            descriptor.format_version
+            view.format_version
         )));
     }
-    let records = descriptor
+    Ok(DescriptorFacts {
+        pack_id: view.pack_id,
+        records: view
+            .records
+            .into_iter()
+            .map(|r| RecordFacts {
+                tenant_id: r.tenant_id,
+                capture_id: r.capture_id,
+                dtype: r.dtype,
+                shape: r.shape,
+                payload_sha256: r.payload_sha256,
+            })
+            .collect(),
+    })
+}
+
+/// Decodes descriptor text into owned records. On text [`facts`] accepted
+/// it cannot fail: both parse the same fields with the same types.
+pub(crate) fn records(text: &str) -> Result<Vec<RecordEntry>, PackError> {
+    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
+    Ok(descriptor
         .records
         .into_iter()
         .enumerate()
@@ -209,11 +347,7 @@ fn decode_descriptor(
             },
             payload_sha256: r.payload_sha256,
         })
-        .collect();
-    Ok(ParsedDescriptor {
-        pack_id: descriptor.pack_id,
-        records,
-    })
+        .collect())
 }
 
 #[cfg(test)]

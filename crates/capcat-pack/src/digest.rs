@@ -56,25 +56,36 @@ impl FromStr for Sha256Digest {
             return Err(invalid());
         }
         let mut out = [0u8; 32];
+        // Every digit is looked up, and any that is not lowercase hex marks
+        // the whole digest invalid (checked once, after the loop).
+        let mut bad = 0u8;
         for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-            let (Some(high), Some(low)) = (lower_hex(pair[0]), lower_hex(pair[1])) else {
-                return Err(invalid());
-            };
-            *byte = (high << 4) | low;
+            let high = LOWER_HEX[usize::from(pair[0])];
+            let low = LOWER_HEX[usize::from(pair[1])];
+            bad |= (high | low) & NOT_HEX;
+            *byte = (high << 4) | (low & 0x0f);
+        }
+        if bad != 0 {
+            return Err(invalid());
         }
         Ok(Sha256Digest(out))
     }
 }
 
-/// The value of one lowercase hex digit; upper case is refused so that a
-/// digest has one spelling.
-const fn lower_hex(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        _ => None,
+/// Marks a byte that is not a lowercase hex digit in [`LOWER_HEX`].
+const NOT_HEX: u8 = 0x80;
+
+/// The value of each lowercase hex digit, [`NOT_HEX`] for every other byte
+/// (upper case included, so that a digest has one spelling).
+const LOWER_HEX: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut digit = 0;
+    while digit < 16 {
+        table[b"0123456789abcdef"[digit] as usize] = digit as u8;
+        digit += 1;
     }
-}
+    table
+};
 
 impl Serialize for Sha256Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

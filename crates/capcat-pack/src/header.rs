@@ -76,6 +76,49 @@ pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
     })
 }
 
+/// The file bytes `[0, 8 + N)` of `file`, when its length prefix is within
+/// the format's limit and the file; the same errors as [`parse`] otherwise.
+pub(crate) fn head_of(file: &[u8]) -> Result<&[u8], PackError> {
+    let (header_len, data_start) = header_bounds(file)?;
+    usize::try_from(data_start)
+        .ok()
+        .and_then(|end| file.get(..end))
+        .ok_or(PackError::HeaderTooLarge {
+            header_len,
+            limit: MAX_HEADER_BYTES,
+        })
+}
+
+/// The header length `N` the first 8 bytes of `file` declare and where the
+/// data section starts (`8 + N`), checked against the limit and the file.
+fn header_bounds(file: &[u8]) -> Result<(u64, u64), PackError> {
+    let file_len = file.len() as u64;
+    let prefix: [u8; 8] = file
+        .get(..8)
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or(PackError::Truncated {
+            what: "the 8-byte header length",
+            needed: LENGTH_PREFIX,
+            available: file_len,
+        })?;
+    let header_len = u64::from_le_bytes(prefix);
+    if header_len > MAX_HEADER_BYTES {
+        return Err(PackError::HeaderTooLarge {
+            header_len,
+            limit: MAX_HEADER_BYTES,
+        });
+    }
+    // header_len <= 1e8, so the sum cannot overflow.
+    let data_start = LENGTH_PREFIX + header_len;
+    if data_start > file_len {
+        return Err(PackError::HeaderLengthPastEnd {
+            header_len,
+            file_len,
+        });
+    }
+    Ok((header_len, data_start))
+}
+
 /// One tensor entry of the header, offsets relative to the data section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -140,29 +183,7 @@ fn malformed(key: &str, reason: impl Into<String>) -> PackError {
 /// tensor entries tile the data section exactly.
 pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
     let file_len = file.len() as u64;
-    let prefix: [u8; 8] = file
-        .get(..8)
-        .and_then(|bytes| bytes.try_into().ok())
-        .ok_or(PackError::Truncated {
-            what: "the 8-byte header length",
-            needed: LENGTH_PREFIX,
-            available: file_len,
-        })?;
-    let header_len = u64::from_le_bytes(prefix);
-    if header_len > MAX_HEADER_BYTES {
-        return Err(PackError::HeaderTooLarge {
-            header_len,
-            limit: MAX_HEADER_BYTES,
-        });
-    }
-    // header_len <= 1e8, so the sum cannot overflow.
-    let data_start = LENGTH_PREFIX + header_len;
-    if data_start > file_len {
-        return Err(PackError::HeaderLengthPastEnd {
-            header_len,
-            file_len,
-        });
-    }
+    let (header_len, data_start) = header_bounds(file)?;
     let header_bytes =
         &file[8..usize::try_from(data_start).map_err(|_| PackError::HeaderTooLarge {
             header_len,

@@ -1,7 +1,9 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
+use std::ops::Range;
 use std::path::Path;
+use std::sync::{Arc, OnceLock, mpsc};
 
 use bytes::Bytes;
 use uuid::Uuid;
@@ -25,8 +27,125 @@ pub struct PackReader {
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
     crc64nvme: u64,
-    records: Vec<RecordEntry>,
+    /// The descriptor text, type-checked on open; the owned records are
+    /// decoded from it when first asked for.
+    descriptor: Arc<str>,
+    records: OnceLock<Vec<RecordEntry>>,
+    dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
+}
+
+/// Packs of at least this many bytes are verified on two threads; below
+/// it, a thread costs more than it saves.
+const PARALLEL_VERIFY_BYTES: usize = 1 << 20;
+
+/// Where the helper's share of the data section starts, in percent of its
+/// bytes: the helper hashes the payloads from there to the end while the
+/// caller parses the descriptor and hashes the rest. The caller also
+/// parses the header, so its share is the smaller one.
+const HELPER_FROM_PERCENT: usize = 30;
+
+/// What identifies the pack as a whole, computed from its bytes alone (on
+/// the helper thread, while the caller parses the header).
+struct FileDigests {
+    pack: PackDigest,
+    crc64nvme: u64,
+}
+
+/// The pack digest as the header's beginning calls for it.
+enum PackDigest {
+    /// A version-2 header's beginning: the digest it carries and the one
+    /// its bytes hash to (or why they cannot be read).
+    Header(Result<header::HeaderDigests, PackError>),
+    /// Any other beginning (a version-1 pack): the SHA-256 of the file.
+    WholeFile(Sha256Digest),
+}
+
+impl FileDigests {
+    fn of(file: &[u8]) -> Self {
+        let v2_shaped = file
+            .get(8..)
+            .is_some_and(|header| header.starts_with(header::HEADER_PREFIX));
+        let pack = if v2_shaped {
+            PackDigest::Header(header::head_of(file).and_then(header::digests))
+        } else {
+            PackDigest::WholeFile(Sha256Digest::of(file))
+        };
+        Self {
+            pack,
+            crc64nvme: crc64nvme(file),
+        }
+    }
+}
+
+/// A pack that passed every check but its payload digests and `BOOL`
+/// bytes.
+struct Checked {
+    format_version: u32,
+    pack_id: Uuid,
+    pack_sha256: Sha256Digest,
+    crc64nvme: u64,
+    descriptor: String,
+    dtypes: Vec<Dtype>,
+    locators: Vec<RecordLocator>,
+    /// Payload digests computed by the caller, with their record indexes.
+    mine: Vec<(usize, Sha256Digest)>,
+    /// The record indexes whose payloads the helper hashed, in the order
+    /// of its digests.
+    theirs: Vec<usize>,
+}
+
+impl Checked {
+    /// Compares every payload digest (the caller's, and the helper's in
+    /// `theirs`) with the descriptor's and checks every `BOOL` byte, in
+    /// record order.
+    fn finish(self, bytes: &[u8], theirs: Vec<Sha256Digest>) -> Result<Self, PackError> {
+        let mut actual = vec![None; self.locators.len()];
+        for (index, digest) in self
+            .mine
+            .iter()
+            .copied()
+            .chain(self.theirs.iter().copied().zip(theirs))
+        {
+            if let Some(slot) = actual.get_mut(index) {
+                *slot = Some(digest);
+            }
+        }
+        for ((locator, actual), dtype) in self.locators.iter().zip(actual).zip(&self.dtypes) {
+            // Every record's payload was hashed by one of the two threads;
+            // a digest missing here (a helper that returned none) fails.
+            let actual = actual.unwrap_or(Sha256Digest([0; 32]));
+            if actual != locator.sha256 {
+                return Err(PackError::PayloadChecksumMismatch {
+                    index: locator.index,
+                    capture_id: locator.capture_id,
+                    expected: locator.sha256,
+                    actual,
+                });
+            }
+            if *dtype == Dtype::BOOL {
+                decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// The SHA-256 of each of `ranges` of `file`.
+fn hash_ranges(file: &[u8], ranges: &[Range<usize>]) -> Vec<Sha256Digest> {
+    ranges
+        .iter()
+        .map(|r| Sha256Digest::of(&file[r.clone()]))
+        .collect()
+}
+
+/// The header bytes `[0, 8 + N)` of a parsed header.
+fn head<'a>(bytes: &'a [u8], header: &header::Header) -> Result<&'a [u8], PackError> {
+    let end = usize::try_from(header.data_start).map_err(|_| PackError::HeaderTooLarge {
+        header_len: header.data_start,
+        limit: header::MAX_HEADER_BYTES,
+    })?;
+    Ok(&bytes[..end])
 }
 
 impl PackReader {
@@ -82,88 +201,181 @@ impl PackReader {
     }
 
     fn open(bytes: Bytes) -> Result<Self, PackError> {
-        let header = header::parse(&bytes)?;
-        let text = header
+        let opened = if bytes.len() >= PARALLEL_VERIFY_BYTES {
+            std::thread::scope(|scope| {
+                let (digests_tx, digests_rx) = mpsc::sync_channel(1);
+                let (work_tx, work_rx) = mpsc::sync_channel::<Vec<Range<usize>>>(1);
+                let file: &[u8] = &bytes;
+                let helper = scope.spawn(move || {
+                    // The caller may have returned an error already; then
+                    // nobody waits for the digests and they are dropped.
+                    let _ = digests_tx.send(FileDigests::of(file));
+                    // One message, or none when the caller returned early
+                    // (its sender is dropped with the closure that owns it).
+                    work_rx
+                        .recv()
+                        .map(|ranges| hash_ranges(file, &ranges))
+                        .unwrap_or_default()
+                });
+                let checked = Self::check(
+                    file,
+                    move || digests_rx.recv().ok(),
+                    move |theirs| work_tx.send(theirs).is_ok(),
+                );
+                // The helper runs no code that panics; if it did, the panic
+                // is the caller's, as on one thread.
+                let theirs = helper
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                checked.and_then(|checked| checked.finish(file, theirs))
+            })
+        } else {
+            Self::check(&bytes, || None, |_| false)
+                .and_then(|checked| checked.finish(&bytes, Vec::new()))
+        }?;
+        Ok(Self {
+            bytes,
+            format_version: opened.format_version,
+            pack_id: opened.pack_id,
+            pack_sha256: opened.pack_sha256,
+            crc64nvme: opened.crc64nvme,
+            descriptor: opened.descriptor.into(),
+            records: OnceLock::new(),
+            dtypes: opened.dtypes,
+            locators: opened.locators,
+        })
+    }
+
+    /// Every check of opening but the payload digests and `BOOL` bytes
+    /// ([`Checked::finish`]). `file_digests` returns the helper's
+    /// [`FileDigests`] (`None`: compute them here); `delegate` hands the
+    /// helper the payload ranges it hashes (false: hash them here).
+    fn check(
+        bytes: &[u8],
+        file_digests: impl FnOnce() -> Option<FileDigests>,
+        delegate: impl FnOnce(Vec<Range<usize>>) -> bool,
+    ) -> Result<Checked, PackError> {
+        let mut header = header::parse(bytes)?;
+        let value = header
             .metadata
-            .get(METADATA_KEY)
+            .remove(METADATA_KEY)
             .ok_or(PackError::MissingDescriptor)?;
         // The version first: a pack of another version is refused as such,
         // whatever else differs in its header.
-        let format_version = descriptor::check_version(text)?;
+        let format_version = descriptor::check_version(&value)?;
+        let digests = file_digests().unwrap_or_else(|| FileDigests::of(bytes));
         let pack_sha256 = if format_version == FORMAT_VERSION {
-            verify_header_digest(&bytes, &header)?
+            only_metadata_keys(&header, &[DIGEST_KEY])?;
+            let found = match digests.pack {
+                PackDigest::Header(found) => found?,
+                // Not a version-2 header's beginning: this names why.
+                PackDigest::WholeFile(_) => header::digests(head(bytes, &header)?)?,
+            };
+            if found.actual != found.stored {
+                return Err(PackError::HeaderChecksumMismatch {
+                    stored: found.stored,
+                    actual: found.actual,
+                });
+            }
+            found.stored
         } else {
             // Version 1: one metadata key, and the pack's digest is the
             // SHA-256 of the whole file, which only a caller holding the
             // recorded digest can compare (the header's padding and JSON
             // spacing are covered by nothing else).
-            only_metadata_keys(&header, &[METADATA_KEY])?;
-            Sha256Digest::of(&bytes)
+            only_metadata_keys(&header, &[])?;
+            match digests.pack {
+                PackDigest::WholeFile(digest) => digest,
+                PackDigest::Header(_) => Sha256Digest::of(bytes),
+            }
         };
-        let descriptor = descriptor::decode(text)?;
+        // The payloads at the end of the data section go to the helper as
+        // soon as the header says where they are; the descriptor is parsed
+        // meanwhile.
+        let data_start = header.data_start;
+        // The header parser checked 8 + N <= file length and
+        // begin <= end <= data length, so every offset lies within the file
+        // (and fits a usize).
+        let start_of = usize::try_from(data_start).expect("within the file");
+        let mut ranges: Vec<(usize, Range<usize>)> = header
+            .records
+            .iter()
+            .map(|(index, entry)| {
+                let start = start_of + usize::try_from(entry.begin).expect("within the file");
+                let len = usize::try_from(entry.end - entry.begin).expect("within the file");
+                (*index, start..start + len)
+            })
+            .collect();
+        ranges.sort_by_key(|(_, r)| r.start);
+        let data_len = bytes.len() - start_of;
+        let split = ranges
+            .partition_point(|(_, r)| (r.start - start_of) * 100 < data_len * HELPER_FROM_PERCENT);
+        let (mine, theirs) = if delegate(ranges[split..].iter().map(|(_, r)| r.clone()).collect()) {
+            let theirs = ranges[split..].iter().map(|(index, _)| *index).collect();
+            ranges.truncate(split);
+            (ranges, theirs)
+        } else {
+            (ranges, Vec::new())
+        };
+
+        let text = descriptor::descriptor_text(value, format_version)?;
+        let facts = descriptor::facts(&text, format_version)?;
+        let mine: Vec<(usize, Sha256Digest)> = mine
+            .into_iter()
+            .map(|(index, r)| (index, Sha256Digest::of(&bytes[r])))
+            .collect();
         // Record entries sorted by index, consumed in descriptor order.
         let mut entries = header.records.into_iter().peekable();
-        let mut locators = Vec::with_capacity(descriptor.records.len());
+        let mut locators = Vec::with_capacity(facts.records.len());
+        let mut dtypes = Vec::with_capacity(facts.records.len());
         // The writer refuses a second record for one capture identity; so
         // does the reader, or the catalog would get two rows that collapse.
         let mut identities = IdentitySet::default();
-        let records = &descriptor.records;
-        for record in records {
-            let identity = &record.metadata.identity;
-            if !identities.insert(
-                &identity.tenant_id,
-                identity.capture_id,
-                record.index,
-                |i| &records[i].metadata.identity.tenant_id,
-            ) {
+        let records = &facts.records;
+        for (index, record) in records.iter().enumerate() {
+            if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
+                &records[i].tenant_id
+            }) {
                 return Err(PackError::DuplicateCapture {
-                    tenant_id: identity.tenant_id.clone(),
-                    capture_id: identity.capture_id,
+                    tenant_id: record.tenant_id.clone().into_owned(),
+                    capture_id: record.capture_id,
                 });
             }
             // Indexes are consumed in order, so the next entry is this
             // record's or the record has none.
-            let entry = match entries.next_if(|(index, _)| *index == record.index) {
+            let entry = match entries.next_if(|(i, _)| *i == index) {
                 Some((_, entry)) => entry,
                 None => {
                     return Err(PackError::MissingTensor {
-                        index: record.index,
-                        key: tensor_key(record.index),
+                        index,
+                        key: tensor_key(index),
                     });
                 }
             };
-            let metadata = &record.metadata;
-            if entry.dtype != metadata.dtype {
+            if entry.dtype != record.dtype {
                 return Err(PackError::EntryDisagrees {
-                    index: record.index,
+                    index,
                     field: "dtype",
                     entry: entry.dtype.to_string(),
-                    descriptor: metadata.dtype.to_string(),
+                    descriptor: record.dtype.to_string(),
                 });
             }
-            if entry.shape != metadata.shape {
+            if entry.shape != record.shape {
                 return Err(PackError::EntryDisagrees {
-                    index: record.index,
+                    index,
                     field: "shape",
                     entry: format!("{:?}", entry.shape),
-                    descriptor: format!("{:?}", metadata.shape),
+                    descriptor: format!("{:?}", record.shape),
                 });
             }
-            // The header parser checked begin <= end <= data length, so
-            // these sums stay within the file's length.
-            let locator = RecordLocator {
-                index: record.index,
-                capture_id: metadata.identity.capture_id,
-                offset: header.data_start + entry.begin,
+            dtypes.push(record.dtype);
+            locators.push(RecordLocator {
+                index,
+                capture_id: record.capture_id,
+                offset: data_start + entry.begin,
                 length: entry.end - entry.begin,
                 sha256: record.payload_sha256,
-            };
-            let payload = slice(&bytes, &locator);
-            verify_payload_digest(&locator, payload)?;
-            if metadata.dtype == Dtype::BOOL {
-                decode_bools(payload, &format!("record {}", record.index))?;
-            }
-            locators.push(locator);
+            });
         }
         if let Some((index, _)) = entries.next() {
             return Err(PackError::UnexpectedTensor {
@@ -173,15 +385,18 @@ impl PackReader {
         if let Some((key, _)) = header.others.into_iter().next() {
             return Err(PackError::UnexpectedTensor { key });
         }
-        let crc64nvme = crc64nvme(&bytes);
-        Ok(Self {
-            bytes,
+        let pack_id = facts.pack_id;
+        drop(facts);
+        Ok(Checked {
             format_version,
-            pack_id: descriptor.pack_id,
+            pack_id,
             pack_sha256,
-            crc64nvme,
-            records: descriptor.records,
+            crc64nvme: digests.crc64nvme,
+            descriptor: text,
+            dtypes,
             locators,
+            mine,
+            theirs,
         })
     }
 
@@ -218,17 +433,26 @@ impl PackReader {
 
     /// Number of records.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.locators.len()
     }
 
     /// True for a pack with no records.
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.locators.is_empty()
     }
 
     /// Every record's metadata and payload digest, in record order.
+    ///
+    /// Opening type-checks every descriptor field but keeps only what it
+    /// verifies; the owned records are decoded from the descriptor text on
+    /// the first call and kept.
     pub fn records(&self) -> &[RecordEntry] {
-        &self.records
+        self.records.get_or_init(|| {
+            // Opening parsed this text with the same field types, so
+            // decoding it again cannot fail.
+            descriptor::records(&self.descriptor)
+                .expect("the descriptor was type-checked when the pack was opened")
+        })
     }
 
     /// Every record's locator, in record order.
@@ -261,7 +485,7 @@ impl PackReader {
 
     /// Record `index` decoded to typed values.
     pub fn values(&self, index: usize) -> Result<TensorValues, PackError> {
-        let dtype = self.record(index)?.metadata.dtype;
+        let dtype = self.locator(index).map(|_| self.dtypes[index])?;
         TensorValues::from_le_bytes(dtype, &self.payload(index)?, &format!("record {index}"))
     }
 
@@ -272,12 +496,11 @@ impl PackReader {
 
     /// Record `index`'s metadata and digest.
     pub fn record(&self, index: usize) -> Result<&RecordEntry, PackError> {
-        self.records
-            .get(index)
-            .ok_or(PackError::RecordIndexOutOfRange {
-                index,
-                count: self.records.len(),
-            })
+        let records = self.records();
+        records.get(index).ok_or(PackError::RecordIndexOutOfRange {
+            index,
+            count: records.len(),
+        })
     }
 
     /// Record `index`'s locator.
@@ -292,8 +515,8 @@ impl PackReader {
 }
 
 /// Checks that the header's `__metadata__` holds exactly `allowed` keys
-/// besides `capcat` (which the caller found): anything else in the header
-/// would be bytes no reader of ours interprets.
+/// besides `capcat` (which the caller took out): anything else in the
+/// header would be bytes no reader of ours interprets.
 fn only_metadata_keys(header: &header::Header, allowed: &[&str]) -> Result<(), PackError> {
     match header
         .metadata
@@ -306,6 +529,7 @@ fn only_metadata_keys(header: &header::Header, allowed: &[&str]) -> Result<(), P
                 "unexpected key `{extra}`: a pack's metadata keys are {}",
                 allowed
                     .iter()
+                    .chain([&METADATA_KEY])
                     .map(|k| format!("`{k}`"))
                     .collect::<Vec<_>>()
                     .join(" and ")
@@ -313,27 +537,6 @@ fn only_metadata_keys(header: &header::Header, allowed: &[&str]) -> Result<(), P
         }),
         None => Ok(()),
     }
-}
-
-/// Checks a version-2 header: exactly its two metadata keys, and the pack
-/// digest at its fixed place equal to the digest of the header's bytes.
-/// Returns the verified pack digest.
-fn verify_header_digest(bytes: &[u8], header: &header::Header) -> Result<Sha256Digest, PackError> {
-    only_metadata_keys(header, &[DIGEST_KEY, METADATA_KEY])?;
-    // The header parser checked that data_start is within the file.
-    let head =
-        &bytes[..usize::try_from(header.data_start).map_err(|_| PackError::HeaderTooLarge {
-            header_len: header.data_start,
-            limit: header::MAX_HEADER_BYTES,
-        })?];
-    let digests = header::digests(head)?;
-    if digests.actual != digests.stored {
-        return Err(PackError::HeaderChecksumMismatch {
-            stored: digests.stored,
-            actual: digests.actual,
-        });
-    }
-    Ok(digests.stored)
 }
 
 /// The payload a locator names. Only called with locators built from a

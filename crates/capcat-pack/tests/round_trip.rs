@@ -115,13 +115,82 @@ fn zero_sized_tensors_of_every_dtype_round_trip() {
     }
 }
 
-/// A pack of more than 1 MiB of payload seals on two threads (the caller's
-/// and one helper): with mixed dtypes, so the data order differs from the
-/// record order and the split falls between records of different kinds,
-/// it must still verify (every payload digest, the pack digest), carry the
-/// CRC-64/NVME of its whole file, and give back every payload.
+/// A pack of more than 1 MiB of payload seals and verifies on two threads
+/// (the caller's and one helper): with mixed dtypes, so the data order
+/// differs from the record order and the split falls between records of
+/// different kinds, it must still verify (every payload digest, the pack
+/// digest), carry the CRC-64/NVME of its whole file, and give back every
+/// payload.
 #[test]
 fn a_pack_sealed_on_two_threads_verifies_and_carries_its_crc() {
+    let (sealed, payloads) = large_pack();
+    assert_eq!(sealed.info.crc64nvme, capcat_pack::crc64nvme(&sealed.bytes));
+    let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
+        .expect("verifies");
+    assert_eq!(reader.info(), sealed.info);
+    for (i, bytes) in payloads.iter().enumerate() {
+        assert_eq!(
+            reader.payload(i).expect("a record"),
+            bytes.as_slice(),
+            "record {i}"
+        );
+    }
+}
+
+/// A pack of more than 1 MiB is verified on two threads (the helper hashes
+/// the header and the end of the data section): a changed byte is caught
+/// wherever it is, by the same error as on one thread, and a pack cut short
+/// is refused without waiting on the helper.
+#[test]
+fn a_pack_verified_on_two_threads_catches_every_region() {
+    use capcat_pack::PackError;
+    let (sealed, _) = large_pack();
+    let open = |bytes: Vec<u8>| PackReader::from_bytes(bytes).expect_err("must be refused");
+    let n = usize::try_from(u64::from_le_bytes(sealed.bytes[..8].try_into().expect("8")))
+        .expect("small");
+    let len = sealed.bytes.len();
+    let flipped = |at: usize| {
+        let mut bytes = sealed.bytes.to_vec();
+        // Space and tab are both JSON whitespace (the padding); any other
+        // byte changes by one bit.
+        bytes[at] = if bytes[at] == b' ' {
+            b'\t'
+        } else {
+            bytes[at] ^ 0x01
+        };
+        bytes
+    };
+    // A descriptor byte, a padding byte: the pack digest.
+    assert_eq!(sealed.bytes[8 + n - 1], b' ', "the header is padded");
+    for at in [8 + n / 2, 8 + n - 1] {
+        let error = open(flipped(at));
+        assert!(
+            matches!(error, PackError::HeaderChecksumMismatch { .. }),
+            "{at}: {error}"
+        );
+    }
+    // The first payload (the caller's share) and the last (the helper's).
+    for at in [8 + n, len - 1] {
+        let error = open(flipped(at));
+        assert!(
+            matches!(error, PackError::PayloadChecksumMismatch { .. }),
+            "{at}: {error}"
+        );
+    }
+    let error = open(sealed.bytes[..len - 1].to_vec());
+    assert!(
+        matches!(error, PackError::OffsetOutOfRange { .. }),
+        "{error}"
+    );
+    let error = open(sealed.bytes[..n].to_vec());
+    assert!(
+        matches!(error, PackError::HeaderLengthPastEnd { .. }),
+        "{error}"
+    );
+}
+
+/// 1,200 records of four kinds, more than 1 MiB of payload.
+fn large_pack() -> (capcat_pack::SealedPack, Vec<Vec<u8>>) {
     let kinds = [
         (Dtype::BF16, vec![1, 896]),
         (Dtype::I64, vec![48]),
@@ -152,16 +221,5 @@ fn a_pack_sealed_on_two_threads_verifies_and_carries_its_crc() {
         writer.payload_bytes() > 1 << 20,
         "large enough for two threads"
     );
-    let sealed = writer.seal().expect("seals");
-    assert_eq!(sealed.info.crc64nvme, capcat_pack::crc64nvme(&sealed.bytes));
-    let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
-        .expect("verifies");
-    assert_eq!(reader.info(), sealed.info);
-    for (i, bytes) in payloads.iter().enumerate() {
-        assert_eq!(
-            reader.payload(i).expect("a record"),
-            bytes.as_slice(),
-            "record {i}"
-        );
-    }
+    (writer.seal().expect("seals"), payloads)
 }
