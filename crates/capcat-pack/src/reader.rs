@@ -26,7 +26,9 @@ pub struct PackReader {
     format_version: u32,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
-    crc64nvme: u64,
+    /// The CRC-64/NVME of the file, computed when first asked for: opening
+    /// verifies with SHA-256 and needs no CRC.
+    crc64nvme: OnceLock<u64>,
     /// The descriptor text, type-checked on open; the owned records are
     /// decoded from it when first asked for.
     descriptor: Arc<str>,
@@ -45,14 +47,9 @@ const PARALLEL_VERIFY_BYTES: usize = 1 << 20;
 /// parses the header, so its share is the smaller one.
 const HELPER_FROM_PERCENT: usize = 30;
 
-/// What identifies the pack as a whole, computed from its bytes alone (on
-/// the helper thread, while the caller parses the header).
-struct FileDigests {
-    pack: PackDigest,
-    crc64nvme: u64,
-}
-
-/// The pack digest as the header's beginning calls for it.
+/// The pack digest as the header's beginning calls for it, computed from
+/// the file's bytes alone (on the helper thread, while the caller parses
+/// the header).
 enum PackDigest {
     /// A version-2 header's beginning: the digest it carries and the one
     /// its bytes hash to (or why they cannot be read).
@@ -61,19 +58,15 @@ enum PackDigest {
     WholeFile(Sha256Digest),
 }
 
-impl FileDigests {
+impl PackDigest {
     fn of(file: &[u8]) -> Self {
         let v2_shaped = file
             .get(8..)
             .is_some_and(|header| header.starts_with(header::HEADER_PREFIX));
-        let pack = if v2_shaped {
-            PackDigest::Header(header::head_of(file).and_then(header::digests))
+        if v2_shaped {
+            Self::Header(header::head_of(file).and_then(header::digests))
         } else {
-            PackDigest::WholeFile(Sha256Digest::of(file))
-        };
-        Self {
-            pack,
-            crc64nvme: crc64nvme(file),
+            Self::WholeFile(Sha256Digest::of(file))
         }
     }
 }
@@ -84,7 +77,6 @@ struct Checked {
     format_version: u32,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
-    crc64nvme: u64,
     descriptor: String,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
@@ -208,8 +200,8 @@ impl PackReader {
                 let file: &[u8] = &bytes;
                 let helper = scope.spawn(move || {
                     // The caller may have returned an error already; then
-                    // nobody waits for the digests and they are dropped.
-                    let _ = digests_tx.send(FileDigests::of(file));
+                    // nobody waits for the digest and it is dropped.
+                    let _ = digests_tx.send(PackDigest::of(file));
                     // One message, or none when the caller returned early
                     // (its sender is dropped with the closure that owns it).
                     work_rx
@@ -238,7 +230,7 @@ impl PackReader {
             format_version: opened.format_version,
             pack_id: opened.pack_id,
             pack_sha256: opened.pack_sha256,
-            crc64nvme: opened.crc64nvme,
+            crc64nvme: OnceLock::new(),
             descriptor: opened.descriptor.into(),
             records: OnceLock::new(),
             dtypes: opened.dtypes,
@@ -247,12 +239,12 @@ impl PackReader {
     }
 
     /// Every check of opening but the payload digests and `BOOL` bytes
-    /// ([`Checked::finish`]). `file_digests` returns the helper's
-    /// [`FileDigests`] (`None`: compute them here); `delegate` hands the
+    /// ([`Checked::finish`]). `pack_digest` returns the helper's
+    /// [`PackDigest`] (`None`: compute them here); `delegate` hands the
     /// helper the payload ranges it hashes (false: hash them here).
     fn check(
         bytes: &[u8],
-        file_digests: impl FnOnce() -> Option<FileDigests>,
+        pack_digest: impl FnOnce() -> Option<PackDigest>,
         delegate: impl FnOnce(Vec<Range<usize>>) -> bool,
     ) -> Result<Checked, PackError> {
         let mut header = header::parse(bytes)?;
@@ -263,10 +255,10 @@ impl PackReader {
         // The version first: a pack of another version is refused as such,
         // whatever else differs in its header.
         let format_version = descriptor::check_version(&value)?;
-        let digests = file_digests().unwrap_or_else(|| FileDigests::of(bytes));
+        let digest = pack_digest().unwrap_or_else(|| PackDigest::of(bytes));
         let pack_sha256 = if format_version == FORMAT_VERSION {
             only_metadata_keys(&header, &[DIGEST_KEY])?;
-            let found = match digests.pack {
+            let found = match digest {
                 PackDigest::Header(found) => found?,
                 // Not a version-2 header's beginning: this names why.
                 PackDigest::WholeFile(_) => header::digests(head(bytes, &header)?)?,
@@ -284,7 +276,7 @@ impl PackReader {
             // recorded digest can compare (the header's padding and JSON
             // spacing are covered by nothing else).
             only_metadata_keys(&header, &[])?;
-            match digests.pack {
+            match digest {
                 PackDigest::WholeFile(digest) => digest,
                 PackDigest::Header(_) => Sha256Digest::of(bytes),
             }
@@ -391,7 +383,6 @@ impl PackReader {
             format_version,
             pack_id,
             pack_sha256,
-            crc64nvme: digests.crc64nvme,
             descriptor: text,
             dtypes,
             locators,
@@ -423,7 +414,7 @@ impl PackReader {
     /// CRC-64/NVME of the whole pack file, the checksum to declare when
     /// uploading it (see [`PackInfo::crc64nvme`]).
     pub fn crc64nvme(&self) -> u64 {
-        self.crc64nvme
+        *self.crc64nvme.get_or_init(|| crc64nvme(&self.bytes))
     }
 
     /// The pack file's bytes.
@@ -466,7 +457,7 @@ impl PackReader {
             pack_id: self.pack_id,
             format_version: self.format_version,
             pack_sha256: self.pack_sha256,
-            crc64nvme: self.crc64nvme,
+            crc64nvme: self.crc64nvme(),
             byte_length: self.bytes.len() as u64,
             records: self.locators.clone(),
         }
