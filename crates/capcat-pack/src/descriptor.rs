@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use uuid::Uuid;
 
+use crate::canonical;
 use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
@@ -290,18 +291,30 @@ impl<'de> Deserialize<'de> for AnyStringMap {
 /// only what opening a pack checks; the owned records are decoded from the
 /// same text by [`records`] when they are first asked for.
 pub(crate) fn facts(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
-    let view: DescriptorView<'_> = serde_json::from_str(text).map_err(malformed)?;
-    if view.format_version != u64::from(version) {
-        let declared_by = if version == FORMAT_VERSION {
-            "its first field"
-        } else {
-            "the envelope"
-        };
-        return Err(malformed(format!(
-            "the descriptor says format_version {} but {declared_by} says {version}",
-            view.format_version
-        )));
+    if let Some(canonical) = canonical::parse(text) {
+        check_declared(canonical.format_version, version)?;
+        return Ok(DescriptorFacts {
+            pack_id: canonical.pack_id,
+            records: canonical
+                .records
+                .into_iter()
+                .map(|r| RecordFacts {
+                    tenant_id: Cow::Borrowed(r.tenant_id),
+                    capture_id: r.capture_id,
+                    dtype: r.dtype,
+                    shape: r.shape,
+                    payload_sha256: r.payload_sha256,
+                })
+                .collect(),
+        });
     }
+    facts_by_serde(text, version)
+}
+
+/// [`facts`] by `serde_json`, for any spelling of the descriptor.
+fn facts_by_serde(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
+    let view: DescriptorView<'_> = serde_json::from_str(text).map_err(malformed)?;
+    check_declared(view.format_version, version)?;
     Ok(DescriptorFacts {
         pack_id: view.pack_id,
         records: view
@@ -318,9 +331,66 @@ pub(crate) fn facts(text: &str, version: u32) -> Result<DescriptorFacts<'_>, Pac
     })
 }
 
+/// The descriptor's own `format_version` must be the one declared first.
+fn check_declared(found: u64, version: u32) -> Result<(), PackError> {
+    if found != u64::from(version) {
+        let declared_by = if version == FORMAT_VERSION {
+            "its first field"
+        } else {
+            "the envelope"
+        };
+        return Err(malformed(format!(
+            "the descriptor says format_version {} but {declared_by} says {version}",
+            found
+        )));
+    }
+    Ok(())
+}
+
 /// Decodes descriptor text into owned records. On text [`facts`] accepted
 /// it cannot fail: both parse the same fields with the same types.
 pub(crate) fn records(text: &str) -> Result<Vec<RecordEntry>, PackError> {
+    if let Some(canonical) = canonical::parse(text) {
+        return Ok(canonical
+            .records
+            .into_iter()
+            .enumerate()
+            .map(|(index, r)| RecordEntry {
+                index,
+                metadata: RecordMetadata {
+                    identity: CaptureIdentity {
+                        tenant_id: r.tenant_id.to_owned(),
+                        experiment_id: r.experiment_id.to_owned(),
+                        run_id: r.run_id.to_owned(),
+                        captured_at_ns: r.captured_at_ns,
+                        capture_id: r.capture_id,
+                    },
+                    model: r.model.to_owned(),
+                    module_path: r.module_path.to_owned(),
+                    hook: r.hook.to_owned(),
+                    step: r.step,
+                    tensor_name: r.tensor_name.to_owned(),
+                    dtype: r.dtype,
+                    shape: r.shape,
+                    // Inserted in text order, so a repeated key keeps its
+                    // last value, as serde_json's map does.
+                    tags: r
+                        .tags
+                        .into_iter()
+                        .fold(BTreeMap::new(), |mut tags, (k, v)| {
+                            tags.insert(k.to_owned(), v.to_owned());
+                            tags
+                        }),
+                },
+                payload_sha256: r.payload_sha256,
+            })
+            .collect());
+    }
+    records_by_serde(text)
+}
+
+/// [`records`] by `serde_json`, for any spelling of the descriptor.
+fn records_by_serde(text: &str) -> Result<Vec<RecordEntry>, PackError> {
     let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
     Ok(descriptor
         .records
@@ -430,6 +500,78 @@ mod tests {
             decode(&extra),
             Err(PackError::MalformedDescriptor { .. })
         ));
+    }
+
+    /// The fast path and serde_json read the writer's descriptors alike,
+    /// with metadata that needs escaping (serde_json reads those) or not.
+    #[test]
+    fn the_canonical_fast_path_agrees_with_serde_json() {
+        use crate::{PackLimits, PackWriter, RecordMetadata};
+        let mut plain = 0;
+        for (tenant, tags, shape) in [
+            ("t", vec![], vec![]),
+            ("t", vec![("a", "1"), ("b", "")], vec![2, 3, 0]),
+            ("q\"uote", vec![("k", "v")], vec![4]),
+            ("ü ☃", vec![("c\u{1}", "\\")], vec![1, 1, 1, 1, 1]),
+        ] {
+            let mut writer = PackWriter::new(Uuid::from_u128(9), PackLimits::default());
+            for i in 0..3_u64 {
+                let dtype = [Dtype::F32, Dtype::I64, Dtype::BOOL][i as usize];
+                let metadata = RecordMetadata {
+                    identity: CaptureIdentity {
+                        tenant_id: tenant.to_owned(),
+                        experiment_id: "e".to_owned(),
+                        run_id: "r".to_owned(),
+                        captured_at_ns: u64::MAX - i,
+                        capture_id: Uuid::from_u128(u128::from(i)),
+                    },
+                    model: "m".to_owned(),
+                    module_path: format!("layers.{i}"),
+                    hook: "h".to_owned(),
+                    step: i,
+                    tensor_name: "n".to_owned(),
+                    dtype,
+                    shape: shape.clone(),
+                    tags: tags
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                };
+                let len = dtype.byte_length(&shape).expect("small") as usize;
+                writer.append(metadata, vec![0; len]).expect("valid");
+            }
+            let sealed = writer.seal().expect("seals");
+            let header = crate::header::parse(&sealed.bytes).expect("valid");
+            let text = &header.metadata[METADATA_KEY];
+            plain += usize::from(canonical::parse(text).is_some());
+            let fast = records(text).expect("valid");
+            assert_eq!(fast, records_by_serde(text).expect("valid"), "{text}");
+            let facts = |f: DescriptorFacts<'_>| {
+                let records: Vec<_> = f
+                    .records
+                    .into_iter()
+                    .map(|r| {
+                        (
+                            r.tenant_id.into_owned(),
+                            r.capture_id,
+                            r.dtype,
+                            r.shape,
+                            r.payload_sha256,
+                        )
+                    })
+                    .collect();
+                (f.pack_id, records)
+            };
+            assert_eq!(
+                facts(super::facts(text, 2).expect("valid")),
+                facts(facts_by_serde(text, 2).expect("valid")),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            plain, 2,
+            "the two descriptors without escapes take the fast path"
+        );
     }
 
     #[test]

@@ -62,6 +62,7 @@
 
 #![forbid(unsafe_code)]
 
+mod canonical;
 mod descriptor;
 mod digest;
 mod dtype;
@@ -72,6 +73,7 @@ mod hydrate;
 mod info;
 mod reader;
 mod record;
+mod share;
 mod summary;
 mod values;
 mod writer;

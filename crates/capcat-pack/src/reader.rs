@@ -15,6 +15,7 @@ use crate::error::PackError;
 use crate::header;
 use crate::info::{PackInfo, RecordLocator};
 use crate::record::{IdentitySet, RecordEntry};
+use crate::share::TwoEnds;
 use crate::summary::TensorSummary;
 use crate::values::{TensorValues, decode_bools};
 
@@ -40,12 +41,6 @@ pub struct PackReader {
 /// Packs of at least this many bytes are verified on two threads; below
 /// it, a thread costs more than it saves.
 const PARALLEL_VERIFY_BYTES: usize = 1 << 20;
-
-/// Where the helper's share of the data section starts, in percent of its
-/// bytes: the helper hashes the payloads from there to the end while the
-/// caller parses the descriptor and hashes the rest. The caller also
-/// parses the header, so its share is the smaller one.
-const HELPER_FROM_PERCENT: usize = 30;
 
 /// The pack digest as the header's beginning calls for it, computed from
 /// the file's bytes alone (on the helper thread, while the caller parses
@@ -80,25 +75,52 @@ struct Checked {
     descriptor: String,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
-    /// Payload digests computed by the caller, with their record indexes.
-    mine: Vec<(usize, Sha256Digest)>,
-    /// The record indexes whose payloads the helper hashed, in the order
-    /// of its digests.
-    theirs: Vec<usize>,
+    /// The payloads to hash, shared with the helper.
+    work: Arc<Payloads>,
+}
+
+/// Every record's payload range, in data-section order, and what of them
+/// is left to hash.
+#[derive(Debug)]
+struct Payloads {
+    /// `(record index, file range)`.
+    ranges: Vec<(usize, Range<usize>)>,
+    ends: TwoEnds,
+}
+
+impl Payloads {
+    /// Hashes chunks taken by `take` (one end of [`TwoEnds`]) until none is
+    /// left; returns `(record index, digest)` pairs.
+    fn hash(
+        &self,
+        file: &[u8],
+        take: fn(&TwoEnds) -> Option<Range<usize>>,
+    ) -> Vec<(usize, Sha256Digest)> {
+        let mut digests = Vec::new();
+        // Each chunk shrinks what is left, so the loop ends.
+        while let Some(chunk) = take(&self.ends) {
+            digests.extend(
+                self.ranges[chunk]
+                    .iter()
+                    .map(|(index, r)| (*index, Sha256Digest::of(&file[r.clone()]))),
+            );
+        }
+        digests
+    }
 }
 
 impl Checked {
-    /// Compares every payload digest (the caller's, and the helper's in
+    /// Compares every payload digest (the caller's `mine` and the helper's
     /// `theirs`) with the descriptor's and checks every `BOOL` byte, in
     /// record order.
-    fn finish(self, bytes: &[u8], theirs: Vec<Sha256Digest>) -> Result<Self, PackError> {
+    fn finish(
+        self,
+        bytes: &[u8],
+        mine: Vec<(usize, Sha256Digest)>,
+        theirs: Vec<(usize, Sha256Digest)>,
+    ) -> Result<Self, PackError> {
         let mut actual = vec![None; self.locators.len()];
-        for (index, digest) in self
-            .mine
-            .iter()
-            .copied()
-            .chain(self.theirs.iter().copied().zip(theirs))
-        {
+        for (index, digest) in mine.into_iter().chain(theirs) {
             if let Some(slot) = actual.get_mut(index) {
                 *slot = Some(digest);
             }
@@ -121,14 +143,6 @@ impl Checked {
         }
         Ok(self)
     }
-}
-
-/// The SHA-256 of each of `ranges` of `file`.
-fn hash_ranges(file: &[u8], ranges: &[Range<usize>]) -> Vec<Sha256Digest> {
-    ranges
-        .iter()
-        .map(|r| Sha256Digest::of(&file[r.clone()]))
-        .collect()
 }
 
 /// The header bytes `[0, 8 + N)` of a parsed header.
@@ -195,35 +209,41 @@ impl PackReader {
     fn open(bytes: Bytes) -> Result<Self, PackError> {
         let opened = if bytes.len() >= PARALLEL_VERIFY_BYTES {
             std::thread::scope(|scope| {
-                let (digests_tx, digests_rx) = mpsc::sync_channel(1);
-                let (work_tx, work_rx) = mpsc::sync_channel::<Vec<Range<usize>>>(1);
+                let (digest_tx, digest_rx) = mpsc::sync_channel(1);
+                let (work_tx, work_rx) = mpsc::sync_channel::<Arc<Payloads>>(1);
                 let file: &[u8] = &bytes;
                 let helper = scope.spawn(move || {
                     // The caller may have returned an error already; then
                     // nobody waits for the digest and it is dropped.
-                    let _ = digests_tx.send(PackDigest::of(file));
+                    let _ = digest_tx.send(PackDigest::of(file));
                     // One message, or none when the caller returned early
                     // (its sender is dropped with the closure that owns it).
                     work_rx
                         .recv()
-                        .map(|ranges| hash_ranges(file, &ranges))
+                        .map(|work| work.hash(file, TwoEnds::back))
                         .unwrap_or_default()
                 });
                 let checked = Self::check(
                     file,
-                    move || digests_rx.recv().ok(),
-                    move |theirs| work_tx.send(theirs).is_ok(),
+                    move || digest_rx.recv().ok(),
+                    move |work| work_tx.send(work).is_ok(),
                 );
+                let mine = match &checked {
+                    Ok(checked) => checked.work.hash(file, TwoEnds::front),
+                    Err(_) => Vec::new(),
+                };
                 // The helper runs no code that panics; if it did, the panic
                 // is the caller's, as on one thread.
                 let theirs = helper
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                checked.and_then(|checked| checked.finish(file, theirs))
+                checked.and_then(|checked| checked.finish(file, mine, theirs))
             })
         } else {
-            Self::check(&bytes, || None, |_| false)
-                .and_then(|checked| checked.finish(&bytes, Vec::new()))
+            Self::check(&bytes, || None, |_| false).and_then(|checked| {
+                let mine = checked.work.hash(&bytes, TwoEnds::front);
+                checked.finish(&bytes, mine, Vec::new())
+            })
         }?;
         Ok(Self {
             bytes,
@@ -240,12 +260,12 @@ impl PackReader {
 
     /// Every check of opening but the payload digests and `BOOL` bytes
     /// ([`Checked::finish`]). `pack_digest` returns the helper's
-    /// [`PackDigest`] (`None`: compute them here); `delegate` hands the
-    /// helper the payload ranges it hashes (false: hash them here).
+    /// [`PackDigest`] (`None`: compute it here); `delegate` hands the
+    /// helper the payloads to hash from the back (false: no helper).
     fn check(
         bytes: &[u8],
         pack_digest: impl FnOnce() -> Option<PackDigest>,
-        delegate: impl FnOnce(Vec<Range<usize>>) -> bool,
+        delegate: impl FnOnce(Arc<Payloads>) -> bool,
     ) -> Result<Checked, PackError> {
         let mut header = header::parse(bytes)?;
         let value = header
@@ -281,9 +301,9 @@ impl PackReader {
                 PackDigest::Header(_) => Sha256Digest::of(bytes),
             }
         };
-        // The payloads at the end of the data section go to the helper as
-        // soon as the header says where they are; the descriptor is parsed
-        // meanwhile.
+        // The helper starts hashing the payloads (from the end of the data
+        // section) as soon as the header says where they are; the caller
+        // parses the descriptor meanwhile and then hashes from the start.
         let data_start = header.data_start;
         // The header parser checked 8 + N <= file length and
         // begin <= end <= data length, so every offset lies within the file
@@ -299,23 +319,18 @@ impl PackReader {
             })
             .collect();
         ranges.sort_by_key(|(_, r)| r.start);
-        let data_len = bytes.len() - start_of;
-        let split = ranges
-            .partition_point(|(_, r)| (r.start - start_of) * 100 < data_len * HELPER_FROM_PERCENT);
-        let (mine, theirs) = if delegate(ranges[split..].iter().map(|(_, r)| r.clone()).collect()) {
-            let theirs = ranges[split..].iter().map(|(index, _)| *index).collect();
-            ranges.truncate(split);
-            (ranges, theirs)
-        } else {
-            (ranges, Vec::new())
+        let work = Arc::new(Payloads {
+            ends: TwoEnds::new(ranges.len()),
+            ranges,
+        });
+        delegate(Arc::clone(&work));
+        // On any refusal below, nothing more is hashed.
+        let cancel = |error: PackError| {
+            work.ends.cancel();
+            error
         };
-
-        let text = descriptor::descriptor_text(value, format_version)?;
-        let facts = descriptor::facts(&text, format_version)?;
-        let mine: Vec<(usize, Sha256Digest)> = mine
-            .into_iter()
-            .map(|(index, r)| (index, Sha256Digest::of(&bytes[r])))
-            .collect();
+        let text = descriptor::descriptor_text(value, format_version).map_err(cancel)?;
+        let facts = descriptor::facts(&text, format_version).map_err(cancel)?;
         // Record entries sorted by index, consumed in descriptor order.
         let mut entries = header.records.into_iter().peekable();
         let mut locators = Vec::with_capacity(facts.records.len());
@@ -328,37 +343,37 @@ impl PackReader {
             if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
                 &records[i].tenant_id
             }) {
-                return Err(PackError::DuplicateCapture {
+                return Err(cancel(PackError::DuplicateCapture {
                     tenant_id: record.tenant_id.clone().into_owned(),
                     capture_id: record.capture_id,
-                });
+                }));
             }
             // Indexes are consumed in order, so the next entry is this
             // record's or the record has none.
             let entry = match entries.next_if(|(i, _)| *i == index) {
                 Some((_, entry)) => entry,
                 None => {
-                    return Err(PackError::MissingTensor {
+                    return Err(cancel(PackError::MissingTensor {
                         index,
                         key: tensor_key(index),
-                    });
+                    }));
                 }
             };
             if entry.dtype != record.dtype {
-                return Err(PackError::EntryDisagrees {
+                return Err(cancel(PackError::EntryDisagrees {
                     index,
                     field: "dtype",
                     entry: entry.dtype.to_string(),
                     descriptor: record.dtype.to_string(),
-                });
+                }));
             }
             if entry.shape != record.shape {
-                return Err(PackError::EntryDisagrees {
+                return Err(cancel(PackError::EntryDisagrees {
                     index,
                     field: "shape",
                     entry: format!("{:?}", entry.shape),
                     descriptor: format!("{:?}", record.shape),
-                });
+                }));
             }
             dtypes.push(record.dtype);
             locators.push(RecordLocator {
@@ -370,12 +385,12 @@ impl PackReader {
             });
         }
         if let Some((index, _)) = entries.next() {
-            return Err(PackError::UnexpectedTensor {
+            return Err(cancel(PackError::UnexpectedTensor {
                 key: tensor_key(index),
-            });
+            }));
         }
         if let Some((key, _)) = header.others.into_iter().next() {
-            return Err(PackError::UnexpectedTensor { key });
+            return Err(cancel(PackError::UnexpectedTensor { key }));
         }
         let pack_id = facts.pack_id;
         drop(facts);
@@ -386,8 +401,7 @@ impl PackReader {
             descriptor: text,
             dtypes,
             locators,
-            mine,
-            theirs,
+            work,
         })
     }
 
