@@ -12,6 +12,7 @@ use crate::encode::{self, EncodedRecord, Skeleton};
 use crate::error::PackError;
 use crate::info::{PackInfo, RecordLocator, SealedPack};
 use crate::record::{IdentitySet, RecordMetadata};
+use crate::share::TwoEnds;
 use crate::values::{TensorValues, decode_bools};
 
 /// The most records any pack may hold, whatever its limits say: record keys
@@ -200,12 +201,13 @@ impl PackWriter {
     ///
     /// Every payload byte is hashed with SHA-256 once, the header once more
     /// for the pack digest, and the finished file once with the (much
-    /// cheaper) CRC. A pack of at least 1 MiB of payload hashes on
-    /// two threads: one scoped helper thread hashes the payloads at the end
-    /// of the data section straight from their buffers, while the caller's thread writes the header, copies every
-    /// payload into the file and hashes the payloads at the start of the
-    /// data section as it copies them. The output does not depend on the
-    /// split: the file is the same bytes however the work was shared.
+    /// cheaper) CRC. A pack of at least 1 MiB of payload hashes on two
+    /// threads: one scoped helper thread hashes payloads from the end of
+    /// the data section straight from their buffers, while the caller's
+    /// thread writes the header and then copies every payload into the
+    /// file, hashing those from the start of the data section as it copies
+    /// them, until the two meet ([`TwoEnds`]). The output does not depend
+    /// on who hashed what: the file is the same bytes either way.
     pub fn seal(self) -> Result<SealedPack, PackError> {
         // safetensors orders the data section by descending dtype
         // alignment, then by key; record keys sort in record order. The
@@ -224,21 +226,19 @@ impl PackWriter {
                 limit: self.limits.max_payload_bytes,
                 attempted: self.payload_bytes,
             })?;
-        // The caller's share of the data section (in data order), the rest
-        // is the helper's; all of it for a pack too small to pay for a
-        // thread.
-        let split = if payload_total >= PARALLEL_SEAL_BYTES {
-            let target = (payload_total as u64) * CALLER_SHARE_PERCENT / 100;
-            order.partition_point(|&i| begins[i] < target)
-        } else {
-            order.len()
-        };
-        let (mine, theirs) = order.split_at(split);
+        // Chunks of the data order, the caller's from the front and the
+        // helper's from the back; all the caller's for a pack too small to
+        // pay for a thread.
+        let ends = TwoEnds::new(order.len());
+        let parallel = payload_total >= PARALLEL_SEAL_BYTES;
         let records = &self.records;
         let (data_start, pack_sha256, bytes, digests, crc64nvme) = std::thread::scope(|scope| {
-            let helper = (!theirs.is_empty()).then(|| scope.spawn(|| hash_share(records, theirs)));
-            let written = self.write_file(&begins, &order, mine, payload_total);
-            let theirs_digests = match helper {
+            let helper = parallel.then(|| scope.spawn(|| hash_from_back(records, &order, &ends)));
+            let written = self.write_file(&begins, &order, &ends, payload_total);
+            if written.is_err() {
+                ends.cancel();
+            }
+            let theirs = match helper {
                 // The helper runs no code that panics on valid records; if
                 // it did, the panic is the caller's, as on one thread.
                 Some(handle) => handle
@@ -248,7 +248,7 @@ impl PackWriter {
             };
             let (skeleton, mut bytes, mut digests) = written?;
             let data_start = bytes.len() - payload_total;
-            for (&i, digest) in theirs.iter().zip(theirs_digests) {
+            for (i, digest) in theirs {
                 digests[i] = digest;
             }
             let head = &mut bytes[..data_start];
@@ -289,16 +289,16 @@ impl PackWriter {
         })
     }
 
-    /// The caller's half of sealing: writes the header skeleton and then
-    /// every payload (in data order) into one buffer, hashing the payloads
-    /// of `mine` (the start of the data order) as they are copied. Returns
+    /// The caller's part of sealing: writes the header skeleton and then
+    /// every payload (in data order) into one buffer, hashing those of the
+    /// chunks it takes from the front of `ends` as it copies them. Returns
     /// the header's layout, the file with its digest slots still `'0'`s and
-    /// the digests by record index (those of `mine` filled).
+    /// the digests by record index (those the caller hashed filled).
     fn write_file(
         &self,
         begins: &[u64],
         order: &[usize],
-        mine: &[usize],
+        ends: &TwoEnds,
         payload_total: usize,
     ) -> Result<(Skeleton, Vec<u8>, Vec<Sha256Digest>), PackError> {
         let encoded: Vec<EncodedRecord<'_>> = self
@@ -323,14 +323,22 @@ impl PackWriter {
         let mut bytes = Vec::with_capacity(header_estimate + payload_total);
         let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, order)?;
         let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
-        // Each payload of `mine` is hashed right after it is copied, while
-        // its bytes are in cache.
-        for &i in mine {
-            let start = bytes.len();
-            bytes.extend_from_slice(&self.records[i].payload);
-            digests[i] = Sha256Digest::of(&bytes[start..]);
+        // The front chunks follow each other from the start of the data
+        // order, so copying them as they are taken keeps the file in data
+        // order; each payload is hashed right after it is copied, while its
+        // bytes are in cache. Each chunk shrinks what is left, so the loop
+        // ends.
+        let mut copied = 0;
+        while let Some(chunk) = ends.front() {
+            for &i in &order[chunk.clone()] {
+                let start = bytes.len();
+                bytes.extend_from_slice(&self.records[i].payload);
+                digests[i] = Sha256Digest::of(&bytes[start..]);
+            }
+            copied = chunk.end;
         }
-        for &i in &order[mine.len()..] {
+        // The rest the helper took from the back and hashes.
+        for &i in &order[copied..] {
             bytes.extend_from_slice(&self.records[i].payload);
         }
         Ok((skeleton, bytes, digests))
@@ -341,19 +349,24 @@ impl PackWriter {
 /// it, a thread costs more than it saves.
 const PARALLEL_SEAL_BYTES: usize = 1 << 20;
 
-/// The part of the data section (in percent of its bytes) whose payloads
-/// the caller's thread hashes while sealing on two threads; the helper
-/// hashes the rest. The caller also writes the header and copies every
-/// payload, so its share of the hashing is the smaller one.
-const CALLER_SHARE_PERCENT: u64 = 30;
-
-/// The helper's half of sealing: the SHA-256 of each payload of `share` (in
-/// `share`'s order), read from the records' own buffers.
-fn hash_share(records: &[PendingRecord], share: &[usize]) -> Vec<Sha256Digest> {
-    share
-        .iter()
-        .map(|&i| Sha256Digest::of(&records[i].payload))
-        .collect()
+/// The helper's part of sealing: the SHA-256 of the payloads of the chunks
+/// of `order` it takes from the back of `ends`, read from the records' own
+/// buffers, by record index.
+fn hash_from_back(
+    records: &[PendingRecord],
+    order: &[usize],
+    ends: &TwoEnds,
+) -> Vec<(usize, Sha256Digest)> {
+    let mut digests = Vec::new();
+    // Each chunk shrinks what is left, so the loop ends.
+    while let Some(chunk) = ends.back() {
+        digests.extend(
+            order[chunk]
+                .iter()
+                .map(|&i| (i, Sha256Digest::of(&records[i].payload))),
+        );
+    }
+    digests
 }
 
 /// Bytes of free text in `metadata`, for sizing the header buffer.
