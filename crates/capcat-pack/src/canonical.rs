@@ -1,13 +1,15 @@
-//! A fast path for reading descriptor text exactly as the writer lays it
-//! out (`encode::write_descriptor`, unescaped once): fields in their fixed
-//! order, compact JSON, strings without escapes.
+//! A fast path for reading JSON exactly as the writer lays it out: the
+//! descriptor text (`encode::write_descriptor`, unescaped once) and the
+//! header around it (`encode::write_skeleton`): fields in their fixed
+//! order, compact JSON, strings without escapes (the descriptor inside the
+//! header escaped only as the writer escapes it).
 //!
 //! It accepts only that spelling and returns `None` for anything else, a
-//! valid but differently spelled descriptor as well as an invalid one;
-//! the caller then parses the text with `serde_json`, which decides. On
-//! what it accepts it gives exactly the values `serde_json` would, so the
-//! fast path changes no outcome, only the time: the round-trip property
-//! tests and the unit tests here check both parsers agree.
+//! valid but differently spelled text as well as an invalid one; the
+//! caller then parses the text with `serde_json`, which decides. On what it
+//! accepts it gives exactly the values `serde_json` would, so the fast path
+//! changes no outcome, only the time: the unit tests here and in
+//! `descriptor` and `header` check both parsers agree.
 
 use uuid::Uuid;
 
@@ -70,17 +72,27 @@ pub(crate) fn parse(text: &str) -> Option<DescriptorRef<'_>> {
     })
 }
 
-struct Cursor<'a> {
+/// A position in JSON text, read forward.
+pub(crate) struct Cursor<'a> {
     text: &'a str,
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// True when the whole text was read.
+    pub(crate) fn at_end(&self) -> bool {
+        self.at == self.text.len()
+    }
+
     fn rest(&self) -> &'a [u8] {
         &self.text.as_bytes()[self.at..]
     }
 
-    fn try_lit(&mut self, lit: &[u8]) -> bool {
+    pub(crate) fn try_lit(&mut self, lit: &[u8]) -> bool {
         let found = self.rest().starts_with(lit);
         if found {
             self.at += lit.len();
@@ -88,19 +100,16 @@ impl<'a> Cursor<'a> {
         found
     }
 
-    fn lit(&mut self, lit: &[u8]) -> Option<()> {
+    pub(crate) fn lit(&mut self, lit: &[u8]) -> Option<()> {
         self.try_lit(lit).then_some(())
     }
 
     /// A string with no escape and no control character (JSON refuses
     /// those unescaped; the fallback reports them).
-    fn string(&mut self) -> Option<&'a str> {
+    pub(crate) fn string(&mut self) -> Option<&'a str> {
         self.lit(b"\"")?;
         let start = self.at;
-        let len = self
-            .rest()
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let len = special(self.rest())?;
         if self.rest()[len] != b'"' {
             return None;
         }
@@ -109,9 +118,38 @@ impl<'a> Cursor<'a> {
         self.text.get(start..start + len)
     }
 
+    /// A string whose only escapes are `\"` and `\\` (all the writer puts
+    /// in the header's copy of the descriptor), unescaped.
+    pub(crate) fn escaped_string(&mut self) -> Option<String> {
+        self.lit(b"\"")?;
+        let start = self.at;
+        let bytes = self.text.as_bytes();
+        // The unescaped text is never longer than the rest of the input.
+        let mut out = String::with_capacity(bytes.len() - start);
+        let mut i = start;
+        // Each pass consumes at least one byte or returns.
+        loop {
+            let run = special(&bytes[i..])?;
+            // The run ends before an ASCII byte, so it is whole characters.
+            out.push_str(self.text.get(i..i + run)?);
+            i += run;
+            match (bytes[i], bytes.get(i + 1)) {
+                (b'"', _) => {
+                    self.at = i + 1;
+                    return Some(out);
+                }
+                (b'\\', Some(&escaped @ (b'"' | b'\\'))) => {
+                    out.push(char::from(escaped));
+                    i += 2;
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// A JSON integer that fits a u64: digits, no leading zero, no sign,
     /// fraction or exponent (the next literal refuses a `.` or `e`).
-    fn number(&mut self) -> Option<u64> {
+    pub(crate) fn number(&mut self) -> Option<u64> {
         let rest = self.rest();
         let len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
         if len == 0 || (len > 1 && rest[0] == b'0') {
@@ -120,6 +158,23 @@ impl<'a> Cursor<'a> {
         let value = self.text.get(self.at..self.at + len)?.parse().ok()?;
         self.at += len;
         Some(value)
+    }
+
+    /// A list of JSON integers, `[]` included.
+    pub(crate) fn numbers(&mut self) -> Option<Vec<u64>> {
+        self.lit(b"[")?;
+        let mut numbers = Vec::new();
+        if !self.try_lit(b"]") {
+            // Each pass consumes one number or returns.
+            loop {
+                numbers.push(self.number()?);
+                if self.try_lit(b"]") {
+                    break;
+                }
+                self.lit(b",")?;
+            }
+        }
+        Some(numbers)
     }
 
     fn uuid(&mut self) -> Option<Uuid> {
@@ -149,18 +204,8 @@ impl<'a> Cursor<'a> {
         let tensor_name = self.string()?;
         self.lit(br#","dtype":"#)?;
         let dtype = self.string()?.parse().ok()?;
-        self.lit(br#","shape":["#)?;
-        let mut shape = Vec::new();
-        if !self.try_lit(b"]") {
-            // Each pass consumes one dimension or returns.
-            loop {
-                shape.push(self.number()?);
-                if self.try_lit(b"]") {
-                    break;
-                }
-                self.lit(b",")?;
-            }
-        }
+        self.lit(br#","shape":"#)?;
+        let shape = self.numbers()?;
         self.lit(br#","tags":{"#)?;
         let mut tags = Vec::new();
         if !self.try_lit(b"}") {
@@ -197,6 +242,32 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The index of the first byte of `bytes` that is `"`, `\` or a control
+/// character (below 0x20): where a JSON string's plain run ends. Eight bytes
+/// are tested at a time; a word that may hold one is searched byte by byte.
+fn special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Nonzero when some byte of `word` is below `n` (n <= 128), with no
+    // false negatives.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGH;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        // `get` returned exactly eight bytes.
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = below(word ^ (ONES * u64::from(b'"')), 1);
+        let backslash = below(word ^ (ONES * u64::from(b'\\')), 1);
+        if quote | backslash | below(word, 0x20) != 0 {
+            break;
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|p| at + p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +278,43 @@ mod tests {
         format!(
             r#"{{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000007","records":[{records}]}}"#
         )
+    }
+
+    #[test]
+    fn special_bytes_are_found_wherever_they_are() {
+        for len in 0..40 {
+            let plain = vec![b'a'; len];
+            assert_eq!(special(&plain), None);
+            for at in 0..len {
+                for byte in [b'"', b'\\', 0x00, 0x1f] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = byte;
+                    assert_eq!(special(&bytes), Some(at), "{len} {at} {byte}");
+                }
+                // Neighbours of the special bytes are not special.
+                for byte in [b'!', b'#', b'[', b']', 0x20, 0x7f, 0x80, 0xff] {
+                    let mut bytes = plain.clone();
+                    bytes[at] = byte;
+                    assert_eq!(special(&bytes), None, "{len} {at} {byte}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn escaped_strings_take_only_the_writers_escapes() {
+        let read = |text: &str| Cursor::new(text).escaped_string();
+        assert_eq!(read(r#""a\"b\\c""#).as_deref(), Some(r#"a"b\c"#));
+        assert_eq!(read(r#""""#).as_deref(), Some(""));
+        for other in [
+            r#""\n""#,
+            r#""\u0041""#,
+            r#""\/""#,
+            "\"a\u{1}\"",
+            r#""open"#,
+        ] {
+            assert_eq!(read(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -226,7 +226,7 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
 }
 
 /// A tensor entry as the JSON spells it; unknown fields are refused.
-#[derive(Deserialize)]
+#[derive(Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntry {
     dtype: String,
@@ -236,6 +236,7 @@ struct RawEntry {
 
 /// The header JSON, typed as it is parsed (no intermediate `Value` tree:
 /// the header of a 4,096-record pack is megabytes of JSON).
+#[derive(Debug, PartialEq, Eq)]
 struct RawHeader {
     metadata: BTreeMap<String, String>,
     entries: Vec<(TensorName, RawEntry)>,
@@ -317,10 +318,67 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
     }
 }
 
+/// The header as the writer spells it (`encode::write_skeleton`), read
+/// without `serde_json`: the two metadata keys in their order, each tensor
+/// entry's three fields in theirs, compact JSON, then only the padding
+/// spaces. `None` for any other spelling; [`parse_json`] decides those.
+fn parse_canonical(bytes: &[u8]) -> Option<RawHeader> {
+    let text = std::str::from_utf8(bytes).ok()?.trim_end_matches(' ');
+    let mut c = crate::canonical::Cursor::new(text);
+    c.lit(br#"{"__metadata__":{"capcat_pack_sha256":"#)?;
+    let digest = c.string()?.to_owned();
+    c.lit(br#","capcat":"#)?;
+    let descriptor = c.escaped_string()?;
+    c.lit(b"}")?;
+    let mut entries = Vec::new();
+    // Each pass consumes one entry or returns; the text is finite.
+    while !c.try_lit(b"}") {
+        c.lit(b",")?;
+        let key = c.string()?;
+        // A second `__metadata__` is serde_json's to refuse.
+        if key == "__metadata__" {
+            return None;
+        }
+        let name = TensorName::parse(key);
+        c.lit(br#":{"dtype":"#)?;
+        let dtype = c.string()?.to_owned();
+        c.lit(br#","shape":"#)?;
+        let shape = c.numbers()?;
+        c.lit(br#","data_offsets":["#)?;
+        let begin = c.number()?;
+        c.lit(b",")?;
+        let end = c.number()?;
+        c.lit(b"]}")?;
+        entries.push((
+            name,
+            RawEntry {
+                dtype,
+                shape,
+                data_offsets: (begin, end),
+            },
+        ));
+    }
+    c.at_end().then(|| RawHeader {
+        metadata: BTreeMap::from([
+            (crate::DIGEST_KEY.to_owned(), digest),
+            (crate::METADATA_KEY.to_owned(), descriptor),
+        ]),
+        entries,
+    })
+}
+
 /// Syntax errors (and a header that is not an object) are
 /// [`PackError::HeaderNotJson`]; a well-formed entry of the wrong shape is
 /// [`PackError::MalformedHeader`] naming its key.
 fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
+    if let Some(header) = parse_canonical(bytes) {
+        return Ok(header);
+    }
+    parse_json_by_serde(bytes)
+}
+
+/// [`parse_json`] by `serde_json`, for any spelling of the header.
+fn parse_json_by_serde(bytes: &[u8]) -> Result<RawHeader, PackError> {
     let mut failed_key = None;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let parsed = HeaderSeed {
@@ -403,5 +461,82 @@ impl TensorRef<'_> {
             Self::Record(index) => crate::tensor_key(index),
             Self::Other(key) => key.to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CaptureIdentity, PackLimits, PackWriter, RecordMetadata};
+
+    fn header_of(tenant: &str, tags: &[(&str, &str)]) -> Vec<u8> {
+        let mut writer = PackWriter::new(uuid::Uuid::from_u128(5), PackLimits::default());
+        for (i, dtype) in [Dtype::F32, Dtype::BOOL].into_iter().enumerate() {
+            let metadata = RecordMetadata {
+                identity: CaptureIdentity {
+                    tenant_id: tenant.to_owned(),
+                    experiment_id: "e".to_owned(),
+                    run_id: "r".to_owned(),
+                    captured_at_ns: 1,
+                    capture_id: uuid::Uuid::from_u128(i as u128),
+                },
+                model: "m".to_owned(),
+                module_path: "p".to_owned(),
+                hook: "h".to_owned(),
+                step: 0,
+                tensor_name: "n".to_owned(),
+                dtype,
+                shape: vec![2],
+                tags: tags
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            };
+            let len = dtype.size() * 2;
+            writer.append(metadata, vec![0; len]).expect("valid");
+        }
+        let sealed = writer.seal().expect("seals");
+        let n = usize::try_from(u64::from_le_bytes(sealed.bytes[..8].try_into().expect("8")))
+            .expect("small");
+        sealed.bytes[8..8 + n].to_vec()
+    }
+
+    /// The writer's headers take the fast path, escapes in the metadata or
+    /// not, and read as serde_json reads them.
+    #[test]
+    fn the_writers_headers_read_alike_both_ways() {
+        for (tenant, tags) in [("t", vec![]), ("q\"u\\ote \u{1} ü", vec![("k", "v\"")])] {
+            let bytes = header_of(tenant, &tags);
+            let fast = parse_canonical(&bytes).expect("the writer's spelling");
+            assert_eq!(
+                Ok(fast),
+                parse_json_by_serde(&bytes).map_err(|e| e.to_string())
+            );
+        }
+    }
+
+    /// Whatever one changed byte makes of a header, the fast path either
+    /// declines it or reads it exactly as serde_json does.
+    #[test]
+    fn a_changed_byte_is_declined_or_read_alike() {
+        let original = header_of("t\"", &[("k", "v")]);
+        let mut taken = 0;
+        for at in 0..original.len() {
+            for byte in [
+                b' ', b'"', b'\\', b'0', b'9', b'a', b'}', b']', b',', b':', 0x01, 0xc3,
+            ] {
+                let mut bytes = original.clone();
+                bytes[at] = byte;
+                if let Some(fast) = parse_canonical(&bytes) {
+                    taken += 1;
+                    let serde = parse_json_by_serde(&bytes).map_err(|e| e.to_string());
+                    assert_eq!(Ok(fast), serde, "byte {at} = {byte:#04x}");
+                }
+            }
+        }
+        assert!(
+            taken > 100,
+            "most digit and letter changes stay canonical: {taken}"
+        );
     }
 }
