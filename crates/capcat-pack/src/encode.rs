@@ -27,6 +27,8 @@ pub(crate) struct EncodedRecord<'a> {
 /// is 64 hex digits, so the header's length and layout do not depend on the
 /// digests and the payloads can be copied and hashed after it is written.
 pub(crate) struct Skeleton {
+    /// The header length `N` (without the 8-byte prefix).
+    pub(crate) header_len: u64,
     /// Offset in the file of each record's `payload_sha256` digits, by
     /// record index.
     pub(crate) payload_slots: Vec<usize>,
@@ -77,7 +79,10 @@ pub(crate) fn write_skeleton(
         });
     }
     out[..8].copy_from_slice(&header_len.to_le_bytes());
-    Ok(Skeleton { payload_slots })
+    Ok(Skeleton {
+        header_len,
+        payload_slots,
+    })
 }
 
 /// Writes `digest` into the 64-digit slot at `slot` of `head`.

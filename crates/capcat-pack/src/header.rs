@@ -76,19 +76,6 @@ pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
     })
 }
 
-/// The file bytes `[0, 8 + N)` of `file`, when its length prefix is within
-/// the format's limit and the file; the same errors as [`parse`] otherwise.
-pub(crate) fn head_of(file: &[u8]) -> Result<&[u8], PackError> {
-    let (header_len, data_start) = header_bounds(file)?;
-    usize::try_from(data_start)
-        .ok()
-        .and_then(|end| file.get(..end))
-        .ok_or(PackError::HeaderTooLarge {
-            header_len,
-            limit: MAX_HEADER_BYTES,
-        })
-}
-
 /// The header length `N` the first 8 bytes of `file` declare and where the
 /// data section starts (`8 + N`), checked against the limit and the file.
 fn header_bounds(file: &[u8]) -> Result<(u64, u64), PackError> {

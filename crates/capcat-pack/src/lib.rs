@@ -14,6 +14,8 @@
 //!   object store's upload checksum) and one [`RecordLocator`] per record.
 //! - [`PackReader`]: open from bytes or a file, verifying the header, the
 //!   descriptor and every checksum; decode records to [`TensorValues`].
+//!   It reads the current format and every older one from
+//!   [`OLDEST_FORMAT_VERSION`]; [`PackWriter`] writes only [`FORMAT_VERSION`].
 //! - [`hydrate`]: one range read for one record, verified against its
 //!   locator; [`RangeRead`] lets a store serve the range.
 //! - [`TensorSummary`] (version 2): exact order statistics for integers.
@@ -73,7 +75,6 @@ mod hydrate;
 mod info;
 mod reader;
 mod record;
-mod share;
 mod summary;
 mod values;
 mod writer;

@@ -1,9 +1,8 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
-use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use uuid::Uuid;
@@ -15,7 +14,6 @@ use crate::error::PackError;
 use crate::header;
 use crate::info::{PackInfo, RecordLocator};
 use crate::record::{IdentitySet, RecordEntry};
-use crate::share::TwoEnds;
 use crate::summary::TensorSummary;
 use crate::values::{TensorValues, decode_bools};
 
@@ -32,38 +30,10 @@ pub struct PackReader {
     crc64nvme: OnceLock<u64>,
     /// The descriptor text, type-checked on open; the owned records are
     /// decoded from it when first asked for.
-    descriptor: Arc<str>,
+    descriptor: Arc<String>,
     records: OnceLock<Vec<RecordEntry>>,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
-}
-
-/// Packs of at least this many bytes are verified on two threads; below
-/// it, a thread costs more than it saves.
-const PARALLEL_VERIFY_BYTES: usize = 1 << 20;
-
-/// The pack digest as the header's beginning calls for it, computed from
-/// the file's bytes alone (on the helper thread, while the caller parses
-/// the header).
-enum PackDigest {
-    /// A version-2 header's beginning: the digest it carries and the one
-    /// its bytes hash to (or why they cannot be read).
-    Header(Result<header::HeaderDigests, PackError>),
-    /// Any other beginning (a version-1 pack): the SHA-256 of the file.
-    WholeFile(Sha256Digest),
-}
-
-impl PackDigest {
-    fn of(file: &[u8]) -> Self {
-        let v2_shaped = file
-            .get(8..)
-            .is_some_and(|header| header.starts_with(header::HEADER_PREFIX));
-        if v2_shaped {
-            Self::Header(header::head_of(file).and_then(header::digests))
-        } else {
-            Self::WholeFile(Sha256Digest::of(file))
-        }
-    }
 }
 
 /// A pack that passed every check but its payload digests and `BOOL`
@@ -75,68 +45,14 @@ struct Checked {
     descriptor: String,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
-    /// The payloads to hash, shared with the helper.
-    work: Arc<Payloads>,
-}
-
-/// Every record's payload range, in data-section order, and what of them
-/// is left to hash.
-#[derive(Debug)]
-struct Payloads {
-    /// `(record index, file range)`.
-    ranges: Vec<(usize, Range<usize>)>,
-    ends: TwoEnds,
-}
-
-impl Payloads {
-    /// Hashes chunks taken by `take` (one end of [`TwoEnds`]) until none is
-    /// left; returns `(record index, digest)` pairs.
-    fn hash(
-        &self,
-        file: &[u8],
-        take: fn(&TwoEnds) -> Option<Range<usize>>,
-    ) -> Vec<(usize, Sha256Digest)> {
-        let mut digests = Vec::new();
-        // Each chunk shrinks what is left, so the loop ends.
-        while let Some(chunk) = take(&self.ends) {
-            digests.extend(
-                self.ranges[chunk]
-                    .iter()
-                    .map(|(index, r)| (*index, Sha256Digest::of(&file[r.clone()]))),
-            );
-        }
-        digests
-    }
 }
 
 impl Checked {
-    /// Compares every payload digest (the caller's `mine` and the helper's
-    /// `theirs`) with the descriptor's and checks every `BOOL` byte, in
-    /// record order.
-    fn finish(
-        self,
-        bytes: &[u8],
-        mine: Vec<(usize, Sha256Digest)>,
-        theirs: Vec<(usize, Sha256Digest)>,
-    ) -> Result<Self, PackError> {
-        let mut actual = vec![None; self.locators.len()];
-        for (index, digest) in mine.into_iter().chain(theirs) {
-            if let Some(slot) = actual.get_mut(index) {
-                *slot = Some(digest);
-            }
-        }
-        for ((locator, actual), dtype) in self.locators.iter().zip(actual).zip(&self.dtypes) {
-            // Every record's payload was hashed by one of the two threads;
-            // a digest missing here (a helper that returned none) fails.
-            let actual = actual.unwrap_or(Sha256Digest([0; 32]));
-            if actual != locator.sha256 {
-                return Err(PackError::PayloadChecksumMismatch {
-                    index: locator.index,
-                    capture_id: locator.capture_id,
-                    expected: locator.sha256,
-                    actual,
-                });
-            }
+    /// Hashes every payload and compares its digest with the descriptor's,
+    /// and checks every `BOOL` byte, in record order.
+    fn finish(self, bytes: &[u8]) -> Result<Self, PackError> {
+        for (locator, dtype) in self.locators.iter().zip(&self.dtypes) {
+            verify_payload_digest(locator, slice(bytes, locator))?;
             if *dtype == Dtype::BOOL {
                 decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
             }
@@ -207,51 +123,14 @@ impl PackReader {
     }
 
     fn open(bytes: Bytes) -> Result<Self, PackError> {
-        let opened = if bytes.len() >= PARALLEL_VERIFY_BYTES {
-            std::thread::scope(|scope| {
-                let (digest_tx, digest_rx) = mpsc::sync_channel(1);
-                let (work_tx, work_rx) = mpsc::sync_channel::<Arc<Payloads>>(1);
-                let file: &[u8] = &bytes;
-                let helper = scope.spawn(move || {
-                    // The caller may have returned an error already; then
-                    // nobody waits for the digest and it is dropped.
-                    let _ = digest_tx.send(PackDigest::of(file));
-                    // One message, or none when the caller returned early
-                    // (its sender is dropped with the closure that owns it).
-                    work_rx
-                        .recv()
-                        .map(|work| work.hash(file, TwoEnds::back))
-                        .unwrap_or_default()
-                });
-                let checked = Self::check(
-                    file,
-                    move || digest_rx.recv().ok(),
-                    move |work| work_tx.send(work).is_ok(),
-                );
-                let mine = match &checked {
-                    Ok(checked) => checked.work.hash(file, TwoEnds::front),
-                    Err(_) => Vec::new(),
-                };
-                // The helper runs no code that panics; if it did, the panic
-                // is the caller's, as on one thread.
-                let theirs = helper
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                checked.and_then(|checked| checked.finish(file, mine, theirs))
-            })
-        } else {
-            Self::check(&bytes, || None, |_| false).and_then(|checked| {
-                let mine = checked.work.hash(&bytes, TwoEnds::front);
-                checked.finish(&bytes, mine, Vec::new())
-            })
-        }?;
+        let opened = Self::check(&bytes)?.finish(&bytes)?;
         Ok(Self {
             bytes,
             format_version: opened.format_version,
             pack_id: opened.pack_id,
             pack_sha256: opened.pack_sha256,
             crc64nvme: OnceLock::new(),
-            descriptor: opened.descriptor.into(),
+            descriptor: Arc::new(opened.descriptor),
             records: OnceLock::new(),
             dtypes: opened.dtypes,
             locators: opened.locators,
@@ -259,14 +138,8 @@ impl PackReader {
     }
 
     /// Every check of opening but the payload digests and `BOOL` bytes
-    /// ([`Checked::finish`]). `pack_digest` returns the helper's
-    /// [`PackDigest`] (`None`: compute it here); `delegate` hands the
-    /// helper the payloads to hash from the back (false: no helper).
-    fn check(
-        bytes: &[u8],
-        pack_digest: impl FnOnce() -> Option<PackDigest>,
-        delegate: impl FnOnce(Arc<Payloads>) -> bool,
-    ) -> Result<Checked, PackError> {
+    /// ([`Checked::finish`]).
+    fn check(bytes: &[u8]) -> Result<Checked, PackError> {
         let mut header = header::parse(bytes)?;
         let value = header
             .metadata
@@ -275,14 +148,9 @@ impl PackReader {
         // The version first: a pack of another version is refused as such,
         // whatever else differs in its header.
         let format_version = descriptor::check_version(&value)?;
-        let digest = pack_digest().unwrap_or_else(|| PackDigest::of(bytes));
         let pack_sha256 = if format_version == FORMAT_VERSION {
             only_metadata_keys(&header, &[DIGEST_KEY])?;
-            let found = match digest {
-                PackDigest::Header(found) => found?,
-                // Not a version-2 header's beginning: this names why.
-                PackDigest::WholeFile(_) => header::digests(head(bytes, &header)?)?,
-            };
+            let found = header::digests(head(bytes, &header)?)?;
             if found.actual != found.stored {
                 return Err(PackError::HeaderChecksumMismatch {
                     stored: found.stored,
@@ -296,41 +164,11 @@ impl PackReader {
             // recorded digest can compare (the header's padding and JSON
             // spacing are covered by nothing else).
             only_metadata_keys(&header, &[])?;
-            match digest {
-                PackDigest::WholeFile(digest) => digest,
-                PackDigest::Header(_) => Sha256Digest::of(bytes),
-            }
+            Sha256Digest::of(bytes)
         };
-        // The helper starts hashing the payloads (from the end of the data
-        // section) as soon as the header says where they are; the caller
-        // parses the descriptor meanwhile and then hashes from the start.
+        let text = descriptor::descriptor_text(value, format_version)?;
+        let facts = descriptor::facts(&text, format_version)?;
         let data_start = header.data_start;
-        // The header parser checked 8 + N <= file length and
-        // begin <= end <= data length, so every offset lies within the file
-        // (and fits a usize).
-        let start_of = usize::try_from(data_start).expect("within the file");
-        let mut ranges: Vec<(usize, Range<usize>)> = header
-            .records
-            .iter()
-            .map(|(index, entry)| {
-                let start = start_of + usize::try_from(entry.begin).expect("within the file");
-                let len = usize::try_from(entry.end - entry.begin).expect("within the file");
-                (*index, start..start + len)
-            })
-            .collect();
-        ranges.sort_by_key(|(_, r)| r.start);
-        let work = Arc::new(Payloads {
-            ends: TwoEnds::new(ranges.len()),
-            ranges,
-        });
-        delegate(Arc::clone(&work));
-        // On any refusal below, nothing more is hashed.
-        let cancel = |error: PackError| {
-            work.ends.cancel();
-            error
-        };
-        let text = descriptor::descriptor_text(value, format_version).map_err(cancel)?;
-        let facts = descriptor::facts(&text, format_version).map_err(cancel)?;
         // Record entries sorted by index, consumed in descriptor order.
         let mut entries = header.records.into_iter().peekable();
         let mut locators = Vec::with_capacity(facts.records.len());
@@ -343,37 +181,37 @@ impl PackReader {
             if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
                 &records[i].tenant_id
             }) {
-                return Err(cancel(PackError::DuplicateCapture {
+                return Err(PackError::DuplicateCapture {
                     tenant_id: record.tenant_id.clone().into_owned(),
                     capture_id: record.capture_id,
-                }));
+                });
             }
             // Indexes are consumed in order, so the next entry is this
             // record's or the record has none.
             let entry = match entries.next_if(|(i, _)| *i == index) {
                 Some((_, entry)) => entry,
                 None => {
-                    return Err(cancel(PackError::MissingTensor {
+                    return Err(PackError::MissingTensor {
                         index,
                         key: tensor_key(index),
-                    }));
+                    });
                 }
             };
             if entry.dtype != record.dtype {
-                return Err(cancel(PackError::EntryDisagrees {
+                return Err(PackError::EntryDisagrees {
                     index,
                     field: "dtype",
                     entry: entry.dtype.to_string(),
                     descriptor: record.dtype.to_string(),
-                }));
+                });
             }
             if entry.shape != record.shape {
-                return Err(cancel(PackError::EntryDisagrees {
+                return Err(PackError::EntryDisagrees {
                     index,
                     field: "shape",
                     entry: format!("{:?}", entry.shape),
                     descriptor: format!("{:?}", record.shape),
-                }));
+                });
             }
             dtypes.push(record.dtype);
             locators.push(RecordLocator {
@@ -385,12 +223,12 @@ impl PackReader {
             });
         }
         if let Some((index, _)) = entries.next() {
-            return Err(cancel(PackError::UnexpectedTensor {
+            return Err(PackError::UnexpectedTensor {
                 key: tensor_key(index),
-            }));
+            });
         }
         if let Some((key, _)) = header.others.into_iter().next() {
-            return Err(cancel(PackError::UnexpectedTensor { key }));
+            return Err(PackError::UnexpectedTensor { key });
         }
         let pack_id = facts.pack_id;
         drop(facts);
@@ -401,7 +239,6 @@ impl PackReader {
             descriptor: text,
             dtypes,
             locators,
-            work,
         })
     }
 

@@ -8,11 +8,11 @@ use uuid::Uuid;
 use crate::descriptor::FORMAT_VERSION;
 use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
-use crate::encode::{self, EncodedRecord, Skeleton};
+use crate::encode::{self, EncodedRecord};
 use crate::error::PackError;
+use crate::header::LENGTH_PREFIX;
 use crate::info::{PackInfo, RecordLocator, SealedPack};
 use crate::record::{IdentitySet, RecordMetadata};
-use crate::share::TwoEnds;
 use crate::values::{TensorValues, decode_bools};
 
 /// The most records any pack may hold, whatever its limits say: record keys
@@ -199,15 +199,11 @@ impl PackWriter {
     /// the pack digest in its header, and computes every payload's SHA-256,
     /// the whole-file CRC-64/NVME and every locator.
     ///
-    /// Every payload byte is hashed with SHA-256 once, the header once more
-    /// for the pack digest, and the finished file once with the (much
-    /// cheaper) CRC. A pack of at least 1 MiB of payload hashes on two
-    /// threads: one scoped helper thread hashes payloads from the end of
-    /// the data section straight from their buffers, while the caller's
-    /// thread writes the header and then copies every payload into the
-    /// file, hashing those from the start of the data section as it copies
-    /// them, until the two meet ([`TwoEnds`]). The output does not depend
-    /// on who hashed what: the file is the same bytes either way.
+    /// Each payload is hashed right after it is copied into the file, while
+    /// its bytes are in cache, so the copy and the SHA-256 read the source
+    /// once. The payload bytes are hashed with SHA-256 once; the header is
+    /// hashed for the pack digest, and the whole file once more with the
+    /// (much cheaper) CRC.
     pub fn seal(self) -> Result<SealedPack, PackError> {
         // safetensors orders the data section by descending dtype
         // alignment, then by key; record keys sort in record order. The
@@ -221,47 +217,46 @@ impl PackWriter {
             begins[i] = next;
             next += self.records[i].payload.len() as u64;
         }
+        let encoded: Vec<EncodedRecord<'_>> = self
+            .records
+            .iter()
+            .zip(&begins)
+            .map(|(r, &begin)| EncodedRecord {
+                metadata: &r.metadata,
+                begin,
+                end: begin + r.payload.len() as u64,
+            })
+            .collect();
+        // One allocation for the whole file when the estimate holds (it is
+        // generous for metadata that needs no escaping); the header writer
+        // grows the buffer when it does not.
+        let header_estimate = 256
+            + self
+                .records
+                .iter()
+                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
+                .sum::<usize>();
         let payload_total =
             usize::try_from(self.payload_bytes).map_err(|_| PackError::TooManyBytes {
                 limit: self.limits.max_payload_bytes,
                 attempted: self.payload_bytes,
             })?;
-        // Chunks of the data order, the caller's from the front and the
-        // helper's from the back; all the caller's for a pack too small to
-        // pay for a thread.
-        let ends = TwoEnds::new(order.len());
-        let parallel = payload_total >= PARALLEL_SEAL_BYTES;
-        let records = &self.records;
-        let (data_start, pack_sha256, bytes, digests, crc64nvme) = std::thread::scope(|scope| {
-            let helper = parallel.then(|| scope.spawn(|| hash_from_back(records, &order, &ends)));
-            let written = self.write_file(&begins, &order, &ends, payload_total);
-            if written.is_err() {
-                ends.cancel();
-            }
-            let theirs = match helper {
-                // The helper runs no code that panics on valid records; if
-                // it did, the panic is the caller's, as on one thread.
-                Some(handle) => handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => Vec::new(),
-            };
-            let (skeleton, mut bytes, mut digests) = written?;
-            let data_start = bytes.len() - payload_total;
-            for (i, digest) in theirs {
-                digests[i] = digest;
-            }
-            let head = &mut bytes[..data_start];
-            for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
-                encode::fill_slot(head, *slot, digest);
-            }
-            let pack_sha256 = encode::seal_header(head);
-            // One pass over the finished file: the CRC runs at memory speed,
-            // faster than combining CRCs of parts computed apart.
-            let crc = crc64nvme(&bytes);
-            Ok::<_, PackError>((data_start, pack_sha256, bytes, digests, crc))
-        })?;
-        let data_start = data_start as u64;
+        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
+        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
+        let data_start = bytes.len();
+        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
+        for &i in &order {
+            let start = bytes.len();
+            bytes.extend_from_slice(&self.records[i].payload);
+            digests[i] = Sha256Digest::of(&bytes[start..]);
+        }
+        let head = &mut bytes[..data_start];
+        for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
+            encode::fill_slot(head, *slot, digest);
+        }
+        let pack_sha256 = encode::seal_header(head);
+        let crc64nvme = crc64nvme(&bytes);
+        let data_start = LENGTH_PREFIX + skeleton.header_len;
         let records = self
             .records
             .iter()
@@ -288,85 +283,6 @@ impl PackWriter {
             info,
         })
     }
-
-    /// The caller's part of sealing: writes the header skeleton and then
-    /// every payload (in data order) into one buffer, hashing those of the
-    /// chunks it takes from the front of `ends` as it copies them. Returns
-    /// the header's layout, the file with its digest slots still `'0'`s and
-    /// the digests by record index (those the caller hashed filled).
-    fn write_file(
-        &self,
-        begins: &[u64],
-        order: &[usize],
-        ends: &TwoEnds,
-        payload_total: usize,
-    ) -> Result<(Skeleton, Vec<u8>, Vec<Sha256Digest>), PackError> {
-        let encoded: Vec<EncodedRecord<'_>> = self
-            .records
-            .iter()
-            .zip(begins)
-            .map(|(r, &begin)| EncodedRecord {
-                metadata: &r.metadata,
-                begin,
-                end: begin + r.payload.len() as u64,
-            })
-            .collect();
-        // One allocation for the whole file when the estimate holds (it is
-        // generous for metadata that needs no escaping); the header writer
-        // grows the buffer when it does not.
-        let header_estimate = 256
-            + self
-                .records
-                .iter()
-                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
-                .sum::<usize>();
-        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
-        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, order)?;
-        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
-        // The front chunks follow each other from the start of the data
-        // order, so copying them as they are taken keeps the file in data
-        // order; each payload is hashed right after it is copied, while its
-        // bytes are in cache. Each chunk shrinks what is left, so the loop
-        // ends.
-        let mut copied = 0;
-        while let Some(chunk) = ends.front() {
-            for &i in &order[chunk.clone()] {
-                let start = bytes.len();
-                bytes.extend_from_slice(&self.records[i].payload);
-                digests[i] = Sha256Digest::of(&bytes[start..]);
-            }
-            copied = chunk.end;
-        }
-        // The rest the helper took from the back and hashes.
-        for &i in &order[copied..] {
-            bytes.extend_from_slice(&self.records[i].payload);
-        }
-        Ok((skeleton, bytes, digests))
-    }
-}
-
-/// Packs with at least this many payload bytes seal on two threads; below
-/// it, a thread costs more than it saves.
-const PARALLEL_SEAL_BYTES: usize = 1 << 20;
-
-/// The helper's part of sealing: the SHA-256 of the payloads of the chunks
-/// of `order` it takes from the back of `ends`, read from the records' own
-/// buffers, by record index.
-fn hash_from_back(
-    records: &[PendingRecord],
-    order: &[usize],
-    ends: &TwoEnds,
-) -> Vec<(usize, Sha256Digest)> {
-    let mut digests = Vec::new();
-    // Each chunk shrinks what is left, so the loop ends.
-    while let Some(chunk) = ends.back() {
-        digests.extend(
-            order[chunk]
-                .iter()
-                .map(|&i| (i, Sha256Digest::of(&records[i].payload))),
-        );
-    }
-    digests
 }
 
 /// Bytes of free text in `metadata`, for sizing the header buffer.

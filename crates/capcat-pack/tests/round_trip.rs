@@ -115,14 +115,12 @@ fn zero_sized_tensors_of_every_dtype_round_trip() {
     }
 }
 
-/// A pack of more than 1 MiB of payload seals and verifies on two threads
-/// (the caller's and one helper): with mixed dtypes, so the data order
-/// differs from the record order and the split falls between records of
-/// different kinds, it must still verify (every payload digest, the pack
-/// digest), carry the CRC-64/NVME of its whole file, and give back every
-/// payload.
+/// A pack of more than 1 MiB of mixed dtypes, so that the data order
+/// differs from the record order: it verifies (every payload digest, the
+/// pack digest), carries the CRC-64/NVME of its whole file, and gives back
+/// every payload.
 #[test]
-fn a_pack_sealed_on_two_threads_verifies_and_carries_its_crc() {
+fn a_large_mixed_pack_verifies_and_carries_its_crc() {
     let (sealed, payloads) = large_pack();
     assert_eq!(sealed.info.crc64nvme, capcat_pack::crc64nvme(&sealed.bytes));
     let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
@@ -137,12 +135,10 @@ fn a_pack_sealed_on_two_threads_verifies_and_carries_its_crc() {
     }
 }
 
-/// A pack of more than 1 MiB is verified on two threads (the helper hashes
-/// the header and the end of the data section): a changed byte is caught
-/// wherever it is, by the same error as on one thread, and a pack cut short
-/// is refused without waiting on the helper.
+/// In a large pack a changed byte is caught wherever it is (descriptor,
+/// padding, first and last payload), and a pack cut short is refused.
 #[test]
-fn a_pack_verified_on_two_threads_catches_every_region() {
+fn a_large_pack_refuses_a_changed_byte_in_every_region() {
     use capcat_pack::PackError;
     let (sealed, _) = large_pack();
     let open = |bytes: Vec<u8>| PackReader::from_bytes(bytes).expect_err("must be refused");
@@ -169,7 +165,7 @@ fn a_pack_verified_on_two_threads_catches_every_region() {
             "{at}: {error}"
         );
     }
-    // The first payload (the caller's share) and the last (the helper's).
+    // The first payload and the last.
     for at in [8 + n, len - 1] {
         let error = open(flipped(at));
         assert!(
@@ -189,7 +185,7 @@ fn a_pack_verified_on_two_threads_catches_every_region() {
     );
 }
 
-/// 1,200 records of four kinds, more than 1 MiB of payload.
+/// 1,200 records of four kinds, 1.37 MB of payload.
 fn large_pack() -> (capcat_pack::SealedPack, Vec<Vec<u8>>) {
     let kinds = [
         (Dtype::BF16, vec![1, 896]),
@@ -217,9 +213,6 @@ fn large_pack() -> (capcat_pack::SealedPack, Vec<Vec<u8>>) {
             .expect("valid record");
         payloads.push(bytes);
     }
-    assert!(
-        writer.payload_bytes() > 1 << 20,
-        "large enough for two threads"
-    );
+    assert!(writer.payload_bytes() > 1 << 20, "a large pack");
     (writer.seal().expect("seals"), payloads)
 }
