@@ -1,6 +1,7 @@
-//! Pack seal / verify / hydrate throughput, beside the two figures it is
-//! judged against: raw SHA-256 over the same payload bytes (the limit of any
-//! verified pack path) and the `safetensors` crate's own serialize /
+//! Pack seal / verify / hydrate throughput, beside the figures it is judged
+//! against: raw SHA-256 over the same payload bytes (the limit of any
+//! verified pack path), CRC-64/NVME over them (the whole-file checksum a
+//! pack also carries), and the `safetensors` crate's own serialize /
 //! deserialize of the same tensors with no checksums.
 //!
 //! Shape: 4,096 bf16 records of 896 elements (one 0.5B-model hidden state
@@ -105,6 +106,9 @@ fn bench_pack(c: &mut Criterion) {
 
     group.bench_function("sha256_payload_bytes", |b| {
         b.iter(|| Sha256::digest(black_box(&contiguous)));
+    });
+    group.bench_function("crc64nvme_payload_bytes", |b| {
+        b.iter(|| capcat_pack::crc64nvme(black_box(&contiguous)));
     });
     group.bench_function("safetensors_serialize_no_checksum", |b| {
         b.iter(|| {

@@ -1,32 +1,44 @@
 //! The pack descriptor: what `__metadata__["capcat"]` holds.
 //!
-//! Two layers, both JSON (see docs/pack-format.md):
-//! - the envelope, `{"format_version":1,"descriptor_sha256":"<hex>","descriptor":"<text>"}`,
-//!   is the value of the `capcat` metadata key;
-//! - the descriptor is the JSON *text* held in the envelope's `descriptor`
-//!   string, `{"format_version":1,"pack_id":"<uuid>","records":[...]}`.
+//! In version 2 the descriptor is the JSON *text* held in the `capcat`
+//! string, `{"format_version":2,"pack_id":"<uuid>","records":[...]}` (see
+//! docs/pack-format.md). It carries no digest of its own: the pack digest in
+//! `__metadata__["capcat_pack_sha256"]` covers every header byte, the
+//! descriptor included (see `header::header_digest`).
 //!
-//! The descriptor travels as a string so that its digest covers exact bytes:
-//! a reader in any language hashes the UTF-8 of that string and compares,
-//! with no canonical JSON to agree on.
+//! In version 1 (read, never written) the `capcat` string holds an
+//! envelope, `{"format_version":1,"descriptor_sha256":"<hex>","descriptor":"<text>"}`,
+//! whose `descriptor` string is the descriptor text and whose digest is the
+//! SHA-256 of that text. Both versions share the record fields.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use uuid::Uuid;
 
+use crate::canonical;
 use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::record::{CaptureIdentity, RecordEntry, RecordMetadata};
 
-/// The pack format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The pack format version this build writes, and the newest it reads.
+pub const FORMAT_VERSION: u32 = 2;
 
-/// The one `__metadata__` key of a pack. One key only: the safetensors crate
-/// keeps `__metadata__` in a `HashMap`, so with two keys their order (and the
-/// pack's bytes) would change from run to run.
+/// The oldest pack format version this build reads: version 1 (pack digest
+/// over the whole file, kept outside the pack; descriptor in a digest
+/// envelope). Every version from this one to [`FORMAT_VERSION`] is read
+/// and fully verified; writers write only [`FORMAT_VERSION`].
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// The `__metadata__` key holding the descriptor text.
 pub const METADATA_KEY: &str = "capcat";
+
+/// The `__metadata__` key holding the pack digest, the first key of the
+/// header (docs/pack-format.md, section 4).
+pub const DIGEST_KEY: &str = "capcat_pack_sha256";
 
 /// The safetensors key of record `index`: `record/` and the index in eight
 /// zero-padded decimal digits, so that name order is record order.
@@ -34,24 +46,46 @@ pub fn tensor_key(index: usize) -> String {
     format!("record/{index:08}")
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope {
-    format_version: u64,
-    descriptor_sha256: Sha256Digest,
-    descriptor: String,
+/// Writes [`tensor_key`] into `out` without allocating. `index` is below
+/// [`crate::MAX_RECORDS_CEILING`], so eight digits always suffice.
+pub(crate) fn tensor_key_into(index: usize, out: &mut [u8; 15]) {
+    out[..7].copy_from_slice(b"record/");
+    let mut rest = index;
+    for digit in out[7..].iter_mut().rev() {
+        // `rest % 10` is below 10, so the cast keeps every bit.
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    debug_assert_eq!(rest, 0, "record index {index} needs more than 8 digits");
 }
 
-/// Only the version, from an envelope of any shape.
+/// Only the version, from a descriptor of any shape.
 #[derive(Deserialize)]
 struct VersionOnly {
     format_version: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+/// The version-1 envelope around the descriptor text.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvelopeV1 {
+    format_version: u64,
+    descriptor_sha256: Sha256Digest,
+    descriptor: String,
+}
+
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Descriptor {
+    #[expect(
+        dead_code,
+        reason = "parsed so that the whole text is checked; facts() reads it"
+    )]
     format_version: u64,
+    #[expect(
+        dead_code,
+        reason = "parsed so that the whole text is checked; facts() reads it"
+    )]
     pack_id: Uuid,
     records: Vec<DescriptorRecord>,
 }
@@ -59,7 +93,7 @@ struct Descriptor {
 /// One record as the descriptor spells it. A struct of its own (not
 /// `RecordMetadata` flattened) so that field order, and therefore the bytes,
 /// are fixed here and unknown fields are refused.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DescriptorRecord {
     tenant_id: String,
@@ -78,7 +112,8 @@ struct DescriptorRecord {
     payload_sha256: Sha256Digest,
 }
 
-/// The descriptor as the reader returns it.
+/// The descriptor as the unit tests read it.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ParsedDescriptor {
     pub(crate) pack_id: Uuid,
@@ -91,70 +126,59 @@ fn malformed(reason: impl std::fmt::Display) -> PackError {
     }
 }
 
-/// Builds the value of the `capcat` metadata key.
-pub(crate) fn encode(
-    pack_id: Uuid,
-    records: &[(&RecordMetadata, Sha256Digest)],
-) -> Result<String, PackError> {
-    let descriptor = Descriptor {
-        format_version: u64::from(FORMAT_VERSION),
-        pack_id,
-        records: records
-            .iter()
-            .map(|(m, digest)| DescriptorRecord {
-                tenant_id: m.identity.tenant_id.clone(),
-                experiment_id: m.identity.experiment_id.clone(),
-                run_id: m.identity.run_id.clone(),
-                captured_at_ns: m.identity.captured_at_ns,
-                capture_id: m.identity.capture_id,
-                model: m.model.clone(),
-                module_path: m.module_path.clone(),
-                hook: m.hook.clone(),
-                step: m.step,
-                tensor_name: m.tensor_name.clone(),
-                dtype: m.dtype,
-                shape: m.shape.clone(),
-                tags: m.tags.clone(),
-                payload_sha256: *digest,
-            })
-            .collect(),
-    };
-    let text = serde_json::to_string(&descriptor).map_err(malformed)?;
-    let envelope = Envelope {
-        format_version: u64::from(FORMAT_VERSION),
-        descriptor_sha256: Sha256Digest::of(text.as_bytes()),
-        descriptor: text,
-    };
-    serde_json::to_string(&envelope).map_err(malformed)
+/// The version the `capcat` value declares, read before anything else so
+/// that a pack of another version is reported as such rather than as
+/// malformed. A version-2 descriptor starts with exactly
+/// `{"format_version":2,` (the writer puts the field first); any other text
+/// (a version-1 envelope among them) falls back to a loose parse that
+/// ignores every other field. Returns a version this build reads, from
+/// [`OLDEST_FORMAT_VERSION`] to [`FORMAT_VERSION`].
+pub(crate) fn check_version(text: &str) -> Result<u32, PackError> {
+    if text.starts_with(VERSION_PREFIX) {
+        return Ok(FORMAT_VERSION);
+    }
+    let loose = serde_json::from_str::<VersionOnly>(text).map_err(malformed)?;
+    u32::try_from(loose.format_version)
+        .ok()
+        .filter(|v| (OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(v))
+        .ok_or(PackError::UnsupportedFormatVersion {
+            found: loose.format_version,
+            supported: FORMAT_VERSION,
+        })
 }
 
-/// Parses and verifies the value of the `capcat` metadata key.
-///
-/// An envelope that is not version 1 is reported by its version (read from a
-/// loose parse that ignores other fields) rather than as malformed.
+/// How a version-2 descriptor text begins (a test ties it to
+/// [`FORMAT_VERSION`]).
+const VERSION_PREFIX: &str = r#"{"format_version":2,"#;
+
+/// Parses the `capcat` value (the unescaped value of the key) of a pack of
+/// any version this build reads into owned records: the version-2
+/// descriptor text, or the version-1 envelope, whose descriptor digest it
+/// checks.
+#[cfg(test)]
 pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
-    let envelope: Envelope = match serde_json::from_str(value) {
-        Ok(envelope) => envelope,
-        Err(strict) => {
-            // Not a version-1 envelope: a newer writer's envelope may have
-            // other fields, so report its version when it has one.
-            if let Ok(loose) = serde_json::from_str::<VersionOnly>(value)
-                && loose.format_version != u64::from(FORMAT_VERSION)
-            {
-                return Err(PackError::UnsupportedFormatVersion {
-                    found: loose.format_version,
-                    supported: FORMAT_VERSION,
-                });
-            }
-            return Err(malformed(strict));
-        }
-    };
-    let version = envelope.format_version;
-    if version != u64::from(FORMAT_VERSION) {
-        return Err(PackError::UnsupportedFormatVersion {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
+    let version = check_version(value)?;
+    let text = descriptor_text(value.to_owned(), version)?;
+    let facts = facts(&text, version)?;
+    Ok(ParsedDescriptor {
+        pack_id: facts.pack_id,
+        records: records(&text)?,
+    })
+}
+
+/// The descriptor text a `capcat` value of `version` holds: for version 2
+/// the value itself; for version 1 its envelope's `descriptor` string,
+/// after checking that it hashes to the envelope's `descriptor_sha256`.
+pub(crate) fn descriptor_text(value: String, version: u32) -> Result<String, PackError> {
+    if version == FORMAT_VERSION {
+        return Ok(value);
+    }
+    let envelope: EnvelopeV1 = serde_json::from_str(&value).map_err(malformed)?;
+    if envelope.format_version != 1 {
+        return Err(malformed(format!(
+            "a version-1 envelope says format_version {}",
+            envelope.format_version
+        )));
     }
     let actual = Sha256Digest::of(envelope.descriptor.as_bytes());
     if actual != envelope.descriptor_sha256 {
@@ -163,14 +187,212 @@ pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
             actual,
         });
     }
-    let descriptor: Descriptor = serde_json::from_str(&envelope.descriptor).map_err(malformed)?;
-    if descriptor.format_version != version {
+    Ok(envelope.descriptor)
+}
+
+/// What opening a pack checks of each record, borrowed from the
+/// descriptor text where it can be.
+#[derive(Debug)]
+pub(crate) struct RecordFacts<'a> {
+    pub(crate) tenant_id: Cow<'a, str>,
+    pub(crate) capture_id: Uuid,
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) payload_sha256: Sha256Digest,
+}
+
+/// The descriptor as opening a pack checks it.
+#[derive(Debug)]
+pub(crate) struct DescriptorFacts<'a> {
+    pub(crate) pack_id: Uuid,
+    pub(crate) records: Vec<RecordFacts<'a>>,
+}
+
+/// One record as [`facts`] parses it: every field of [`DescriptorRecord`]
+/// with the same type, except that the free-text fields are checked to be
+/// strings and not kept. Whatever this accepts, [`records`] decodes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(
+    dead_code,
+    reason = "the fields opening does not keep are parsed only to check their type"
+)]
+struct RecordView<'a> {
+    #[serde(borrow)]
+    tenant_id: Cow<'a, str>,
+    experiment_id: AnyString,
+    run_id: AnyString,
+    captured_at_ns: u64,
+    capture_id: Uuid,
+    model: AnyString,
+    module_path: AnyString,
+    hook: AnyString,
+    step: u64,
+    tensor_name: AnyString,
+    dtype: Dtype,
+    shape: Vec<u64>,
+    tags: AnyStringMap,
+    payload_sha256: Sha256Digest,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescriptorView<'a> {
+    format_version: u64,
+    pack_id: Uuid,
+    #[serde(borrow)]
+    records: Vec<RecordView<'a>>,
+}
+
+/// A JSON string, checked and dropped (no copy is kept).
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl Visitor<'_> for StrVisitor {
+            type Value = AnyString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<AnyString, E> {
+                Ok(AnyString)
+            }
+        }
+        deserializer.deserialize_str(StrVisitor)
+    }
+}
+
+/// A JSON object of string values (the `tags`), checked and dropped. Like
+/// the `BTreeMap` [`records`] decodes it into, it accepts any key order and
+/// repeated keys.
+struct AnyStringMap;
+
+impl<'de> Deserialize<'de> for AnyStringMap {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor;
+        impl<'de> Visitor<'de> for MapVisitor {
+            type Value = AnyStringMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyStringMap, A::Error> {
+                // The parser ends the loop at the end of the object, and
+                // the object is finite.
+                while map.next_entry::<AnyString, AnyString>()?.is_some() {}
+                Ok(AnyStringMap)
+            }
+        }
+        deserializer.deserialize_map(MapVisitor)
+    }
+}
+
+/// Parses descriptor text of `version` and type-checks every field, keeping
+/// only what opening a pack checks; the owned records are decoded from the
+/// same text by [`records`] when they are first asked for.
+pub(crate) fn facts(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
+    if let Some(canonical) = canonical::parse(text) {
+        check_declared(canonical.format_version, version)?;
+        return Ok(DescriptorFacts {
+            pack_id: canonical.pack_id,
+            records: canonical
+                .records
+                .into_iter()
+                .map(|r| RecordFacts {
+                    tenant_id: Cow::Borrowed(r.tenant_id),
+                    capture_id: r.capture_id,
+                    dtype: r.dtype,
+                    shape: r.shape,
+                    payload_sha256: r.payload_sha256,
+                })
+                .collect(),
+        });
+    }
+    facts_by_serde(text, version)
+}
+
+/// [`facts`] by `serde_json`, for any spelling of the descriptor.
+fn facts_by_serde(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
+    let view: DescriptorView<'_> = serde_json::from_str(text).map_err(malformed)?;
+    check_declared(view.format_version, version)?;
+    Ok(DescriptorFacts {
+        pack_id: view.pack_id,
+        records: view
+            .records
+            .into_iter()
+            .map(|r| RecordFacts {
+                tenant_id: r.tenant_id,
+                capture_id: r.capture_id,
+                dtype: r.dtype,
+                shape: r.shape,
+                payload_sha256: r.payload_sha256,
+            })
+            .collect(),
+    })
+}
+
+/// The descriptor's own `format_version` must be the one declared first.
+fn check_declared(found: u64, version: u32) -> Result<(), PackError> {
+    if found != u64::from(version) {
+        let declared_by = if version == FORMAT_VERSION {
+            "its first field"
+        } else {
+            "the envelope"
+        };
         return Err(malformed(format!(
-            "the descriptor says format_version {} but the envelope says {version}",
-            descriptor.format_version
+            "the descriptor says format_version {} but {declared_by} says {version}",
+            found
         )));
     }
-    let records = descriptor
+    Ok(())
+}
+
+/// Decodes descriptor text into owned records. On text [`facts`] accepted
+/// it cannot fail: both parse the same fields with the same types.
+pub(crate) fn records(text: &str) -> Result<Vec<RecordEntry>, PackError> {
+    if let Some(canonical) = canonical::parse(text) {
+        return Ok(canonical
+            .records
+            .into_iter()
+            .enumerate()
+            .map(|(index, r)| RecordEntry {
+                index,
+                metadata: RecordMetadata {
+                    identity: CaptureIdentity {
+                        tenant_id: r.tenant_id.to_owned(),
+                        experiment_id: r.experiment_id.to_owned(),
+                        run_id: r.run_id.to_owned(),
+                        captured_at_ns: r.captured_at_ns,
+                        capture_id: r.capture_id,
+                    },
+                    model: r.model.to_owned(),
+                    module_path: r.module_path.to_owned(),
+                    hook: r.hook.to_owned(),
+                    step: r.step,
+                    tensor_name: r.tensor_name.to_owned(),
+                    dtype: r.dtype,
+                    shape: r.shape,
+                    // Inserted in text order, so a repeated key keeps its
+                    // last value, as serde_json's map does.
+                    tags: r
+                        .tags
+                        .into_iter()
+                        .fold(BTreeMap::new(), |mut tags, (k, v)| {
+                            tags.insert(k.to_owned(), v.to_owned());
+                            tags
+                        }),
+                },
+                payload_sha256: r.payload_sha256,
+            })
+            .collect());
+    }
+    records_by_serde(text)
+}
+
+/// [`records`] by `serde_json`, for any spelling of the descriptor.
+fn records_by_serde(text: &str) -> Result<Vec<RecordEntry>, PackError> {
+    let descriptor: Descriptor = serde_json::from_str(text).map_err(malformed)?;
+    Ok(descriptor
         .records
         .into_iter()
         .enumerate()
@@ -195,11 +417,7 @@ pub(crate) fn decode(value: &str) -> Result<ParsedDescriptor, PackError> {
             },
             payload_sha256: r.payload_sha256,
         })
-        .collect();
-    Ok(ParsedDescriptor {
-        pack_id: descriptor.pack_id,
-        records,
-    })
+        .collect())
 }
 
 #[cfg(test)]
@@ -210,36 +428,150 @@ mod tests {
     fn tensor_keys_sort_in_record_order() {
         assert_eq!(tensor_key(7), "record/00000007");
         assert!(tensor_key(9) < tensor_key(10));
+        for index in [0, 7, 10, 12_345_678, 99_999_999] {
+            let mut key = [0u8; 15];
+            tensor_key_into(index, &mut key);
+            assert_eq!(key.as_slice(), tensor_key(index).as_bytes());
+        }
+    }
+
+    #[test]
+    fn the_version_prefix_is_this_version() {
+        assert_eq!(
+            VERSION_PREFIX,
+            format!("{{\"format_version\":{FORMAT_VERSION},")
+        );
     }
 
     #[test]
     fn unknown_version_is_reported_before_shape() {
-        let error = decode(r#"{"format_version":2,"whatever":true}"#).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                PackError::UnsupportedFormatVersion {
-                    found: 2,
-                    supported: 1
-                }
-            ),
-            "{error}"
-        );
+        for (text, found) in [
+            (r#"{"format_version":3,"whatever":true}"#, 3),
+            (r#"{"format_version":0,"whatever":true}"#, 0),
+            (r#"{"format_version":4294967297}"#, 4_294_967_297),
+        ] {
+            let error = decode(text).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    PackError::UnsupportedFormatVersion { found: f, supported: 2 } if f == found
+                ),
+                "{error}"
+            );
+        }
+    }
+
+    /// A version-1 envelope as version 1 wrote it (`serde_json` of the
+    /// envelope struct, fields in declaration order).
+    fn envelope_v1(descriptor: &str) -> String {
+        serde_json::json!({
+            "format_version": 1,
+            "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
+            "descriptor": descriptor,
+        })
+        .to_string()
     }
 
     #[test]
-    fn tampered_descriptor_fails_its_checksum() {
-        let encoded = encode(Uuid::nil(), &[]).expect("encodes");
-        let tampered = encoded.replace(
-            "00000000-0000-0000-0000-000000000000",
-            "00000000-0000-0000-0000-000000000001",
+    fn a_version_1_envelope_is_read_and_its_digest_checked() {
+        let descriptor =
+            r#"{"format_version":1,"pack_id":"00000000-0000-0000-0000-000000000007","records":[]}"#;
+        let envelope = envelope_v1(descriptor);
+        assert_eq!(check_version(&envelope).expect("a known version"), 1);
+        let parsed = decode(&envelope).expect("a valid version-1 envelope");
+        assert_eq!(parsed.pack_id, Uuid::from_u128(7));
+        let tampered = envelope.replace("0007", "0008");
+        assert!(
+            matches!(
+                decode(&tampered),
+                Err(PackError::DescriptorChecksumMismatch { .. })
+            ),
+            "{tampered}"
         );
-        assert_ne!(encoded, tampered);
+        // The envelope and its descriptor must agree on the version, and
+        // the envelope has exactly its three fields.
+        let v2_inside = envelope_v1(&descriptor.replace(":1,", ":2,"));
         assert!(matches!(
-            decode(&tampered),
-            Err(PackError::DescriptorChecksumMismatch { .. })
+            decode(&v2_inside),
+            Err(PackError::MalformedDescriptor { .. })
         ));
-        assert!(decode(&encoded).is_ok());
+        let extra = envelope.replacen('{', r#"{"extra":1,"#, 1);
+        assert!(matches!(
+            decode(&extra),
+            Err(PackError::MalformedDescriptor { .. })
+        ));
+    }
+
+    /// The fast path and serde_json read the writer's descriptors alike,
+    /// with metadata that needs escaping (serde_json reads those) or not.
+    #[test]
+    fn the_canonical_fast_path_agrees_with_serde_json() {
+        use crate::{PackLimits, PackWriter, RecordMetadata};
+        let mut plain = 0;
+        for (tenant, tags, shape) in [
+            ("t", vec![], vec![]),
+            ("t", vec![("a", "1"), ("b", "")], vec![2, 3, 0]),
+            ("q\"uote", vec![("k", "v")], vec![4]),
+            ("ü ☃", vec![("c\u{1}", "\\")], vec![1, 1, 1, 1, 1]),
+        ] {
+            let mut writer = PackWriter::new(Uuid::from_u128(9), PackLimits::default());
+            for i in 0..3_u64 {
+                let dtype = [Dtype::F32, Dtype::I64, Dtype::BOOL][i as usize];
+                let metadata = RecordMetadata {
+                    identity: CaptureIdentity {
+                        tenant_id: tenant.to_owned(),
+                        experiment_id: "e".to_owned(),
+                        run_id: "r".to_owned(),
+                        captured_at_ns: u64::MAX - i,
+                        capture_id: Uuid::from_u128(u128::from(i)),
+                    },
+                    model: "m".to_owned(),
+                    module_path: format!("layers.{i}"),
+                    hook: "h".to_owned(),
+                    step: i,
+                    tensor_name: "n".to_owned(),
+                    dtype,
+                    shape: shape.clone(),
+                    tags: tags
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                };
+                let len = dtype.byte_length(&shape).expect("small") as usize;
+                writer.append(metadata, vec![0; len]).expect("valid");
+            }
+            let sealed = writer.seal().expect("seals");
+            let header = crate::header::parse(&sealed.bytes).expect("valid");
+            let text = &header.metadata[METADATA_KEY];
+            plain += usize::from(canonical::parse(text).is_some());
+            let fast = records(text).expect("valid");
+            assert_eq!(fast, records_by_serde(text).expect("valid"), "{text}");
+            let facts = |f: DescriptorFacts<'_>| {
+                let records: Vec<_> = f
+                    .records
+                    .into_iter()
+                    .map(|r| {
+                        (
+                            r.tenant_id.into_owned(),
+                            r.capture_id,
+                            r.dtype,
+                            r.shape,
+                            r.payload_sha256,
+                        )
+                    })
+                    .collect();
+                (f.pack_id, records)
+            };
+            assert_eq!(
+                facts(super::facts(text, 2).expect("valid")),
+                facts(facts_by_serde(text, 2).expect("valid")),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            plain, 2,
+            "the two descriptors without escapes take the fast path"
+        );
     }
 
     #[test]
@@ -248,15 +580,13 @@ mod tests {
             decode("not json"),
             Err(PackError::MalformedDescriptor { .. })
         ));
-        let text = r#"{"format_version":1,"pack_id":"00000000-0000-0000-0000-000000000000","records":[],"extra":1}"#;
-        let envelope = serde_json::json!({
-            "format_version": 1,
-            "descriptor_sha256": Sha256Digest::of(text.as_bytes()).to_hex(),
-            "descriptor": text,
-        });
+        let text = r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[],"extra":1}"#;
         assert!(matches!(
-            decode(&envelope.to_string()),
+            decode(text),
             Err(PackError::MalformedDescriptor { .. })
         ));
+        let text =
+            r#"{"format_version":2,"pack_id":"00000000-0000-0000-0000-000000000000","records":[]}"#;
+        assert!(decode(text).is_ok());
     }
 }

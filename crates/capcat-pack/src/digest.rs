@@ -25,6 +25,13 @@ impl Sha256Digest {
     }
 }
 
+/// The CRC-64/NVME of `bytes` (the S3 full-object checksum
+/// `x-amz-checksum-crc64nvme`: polynomial 0xad93d23594c93659, reflected,
+/// initial value and final XOR all ones).
+pub fn crc64nvme(bytes: &[u8]) -> u64 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Nvme, bytes)
+}
+
 impl fmt::Display for Sha256Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_hex())
@@ -44,17 +51,41 @@ impl FromStr for Sha256Digest {
         let invalid = || PackError::InvalidDigest {
             found: s.chars().take(80).collect(),
         };
-        let canonical = s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !canonical {
+        let digits = s.as_bytes();
+        if digits.len() != 64 {
             return Err(invalid());
         }
         let mut out = [0u8; 32];
-        hex::decode_to_slice(s, &mut out).map_err(|_| invalid())?;
+        // Every digit is looked up, and any that is not lowercase hex marks
+        // the whole digest invalid (checked once, after the loop).
+        let mut bad = 0u8;
+        for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+            let high = LOWER_HEX[usize::from(pair[0])];
+            let low = LOWER_HEX[usize::from(pair[1])];
+            bad |= (high | low) & NOT_HEX;
+            *byte = (high << 4) | (low & 0x0f);
+        }
+        if bad != 0 {
+            return Err(invalid());
+        }
         Ok(Sha256Digest(out))
     }
 }
+
+/// Marks a byte that is not a lowercase hex digit in [`LOWER_HEX`].
+const NOT_HEX: u8 = 0x80;
+
+/// The value of each lowercase hex digit, [`NOT_HEX`] for every other byte
+/// (upper case included, so that a digest has one spelling).
+const LOWER_HEX: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut digit = 0;
+    while digit < 16 {
+        table[b"0123456789abcdef"[digit] as usize] = digit as u8;
+        digit += 1;
+    }
+    table
+};
 
 impl Serialize for Sha256Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -64,8 +95,19 @@ impl Serialize for Sha256Digest {
 
 impl<'de> Deserialize<'de> for Sha256Digest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        /// Parses the string where the deserializer holds it, without
+        /// copying it into a `String` first.
+        struct HexVisitor;
+        impl serde::de::Visitor<'_> for HexVisitor {
+            type Value = Sha256Digest;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("64 lowercase hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Sha256Digest, E> {
+                text.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(HexVisitor)
     }
 }
 
@@ -81,6 +123,12 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(empty.to_hex().parse::<Sha256Digest>().expect("hex"), empty);
+    }
+
+    #[test]
+    fn crc64nvme_matches_its_check_value() {
+        // The catalogued check value of CRC-64/NVME.
+        assert_eq!(crc64nvme(b"123456789"), 0xae8b_1486_0a79_9888);
     }
 
     #[test]

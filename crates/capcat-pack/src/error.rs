@@ -31,7 +31,9 @@ pub enum PackError {
         /// The length of the whole input.
         file_len: u64,
     },
-    /// The header is larger than the format allows.
+    /// The header is larger than the format allows (on read), or sealing
+    /// would write one (too many records or too much metadata for one pack;
+    /// seal smaller packs).
     #[error("header of {header_len} bytes exceeds the {limit}-byte limit")]
     HeaderTooLarge {
         /// The header length.
@@ -59,28 +61,46 @@ pub enum PackError {
     /// file may be a safetensors file, but it is not a pack.
     #[error("not a Capcat pack: the header has no `__metadata__.capcat` descriptor")]
     MissingDescriptor,
-    /// The descriptor envelope or the descriptor is not the documented JSON.
+    /// The descriptor (or a version-1 pack's envelope) is not the
+    /// documented JSON.
     #[error("malformed descriptor: {reason}")]
     MalformedDescriptor {
         /// What is wrong with it.
         reason: String,
     },
     /// The pack declares a format version this build cannot read.
-    #[error("unsupported pack format version {found} (this build reads version {supported})")]
+    #[error(
+        "unsupported pack format version {found} (this build reads versions {} to {supported})",
+        crate::OLDEST_FORMAT_VERSION
+    )]
     UnsupportedFormatVersion {
         /// The version the pack declares.
         found: u64,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads every version
+        /// from [`crate::OLDEST_FORMAT_VERSION`] up to this one).
         supported: u32,
     },
-    /// The descriptor's bytes do not hash to the digest the envelope holds.
+    /// A version-1 pack's descriptor text does not hash to the
+    /// `descriptor_sha256` its envelope holds.
     #[error(
-        "descriptor checksum mismatch: envelope says {expected}, descriptor hashes to {actual}"
+        "descriptor checksum mismatch: the version-1 envelope says {expected}, the descriptor hashes to {actual}"
     )]
     DescriptorChecksumMismatch {
         /// The digest in the envelope.
         expected: Sha256Digest,
-        /// The digest of the descriptor bytes.
+        /// The digest of the descriptor text.
+        actual: Sha256Digest,
+    },
+    /// The header does not hash to the pack digest it carries
+    /// (`__metadata__.capcat_pack_sha256`): a header byte (descriptor,
+    /// tensor entry, padding or the digest itself) changed after sealing.
+    #[error(
+        "header checksum mismatch: the header carries pack digest {stored} but hashes to {actual}"
+    )]
+    HeaderChecksumMismatch {
+        /// The pack digest written in the header.
+        stored: Sha256Digest,
+        /// The digest of the header bytes.
         actual: Sha256Digest,
     },
     /// A dtype string this format does not know.
@@ -188,12 +208,13 @@ pub enum PackError {
         /// The digest of the bytes read.
         actual: Sha256Digest,
     },
-    /// The whole pack does not hash to the digest the caller expected.
+    /// The pack's digest is not the one the caller expected: a valid pack,
+    /// but not the pack the caller recorded.
     #[error("pack checksum mismatch: expected {expected}, got {actual}")]
     PackChecksumMismatch {
         /// The digest the caller holds (catalog, store metadata).
         expected: Sha256Digest,
-        /// The digest of the bytes read.
+        /// The verified digest of the pack read.
         actual: Sha256Digest,
     },
     /// A `BOOL` payload holds a byte other than 0 or 1.
@@ -282,13 +303,5 @@ pub enum PackError {
         /// The OS error.
         #[source]
         source: std::io::Error,
-    },
-    /// The `safetensors` crate refused to serialize the pack: in practice a
-    /// header over its 100 MB limit (too many records or too much metadata
-    /// for one pack; seal smaller packs).
-    #[error("safetensors refused the pack: {reason}")]
-    Safetensors {
-        /// What safetensors said.
-        reason: String,
     },
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 
+use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
 
@@ -21,36 +22,63 @@ pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 /// The 8-byte little-endian header length that starts every pack.
 pub(crate) const LENGTH_PREFIX: u64 = 8;
 
-/// One tensor entry of the header, offsets relative to the data section.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) dtype: Dtype,
-    pub(crate) shape: Vec<u64>,
-    pub(crate) begin: u64,
-    pub(crate) end: u64,
+/// The exact bytes every pack header begins with; the pack digest's 64 hex
+/// digits follow them, so the digest sits at a fixed file offset.
+pub(crate) const HEADER_PREFIX: &[u8] = br#"{"__metadata__":{"capcat_pack_sha256":""#;
+
+/// File offset of the first of the pack digest's 64 hex digits.
+pub(crate) const DIGEST_SLOT: usize = 8 + HEADER_PREFIX.len();
+
+/// The pack digest: SHA-256 of the file bytes `[0, 8 + N)` (length prefix,
+/// header JSON and padding) with the 64 digest digits at `slot` read as
+/// ASCII `'0'`. `head` is exactly those bytes; the slot's own content is
+/// never hashed, so the writer may hash before or after filling it.
+pub(crate) fn header_digest(head: &[u8], slot: usize) -> Sha256Digest {
+    use sha2::{Digest as _, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(&head[..slot]);
+    hasher.update([b'0'; 64]);
+    hasher.update(&head[slot + 64..]);
+    Sha256Digest(hasher.finalize().into())
 }
 
-/// A header that passed every structural check.
-#[derive(Debug)]
-pub(crate) struct Header {
-    /// Where the data section starts in the file: 8 + header length.
-    pub(crate) data_start: u64,
-    /// `__metadata__`, when present.
-    pub(crate) metadata: BTreeMap<String, String>,
-    /// Tensor entries by key.
-    pub(crate) entries: BTreeMap<String, Entry>,
+/// The pack digest a header carries and the one its bytes hash to.
+pub(crate) struct HeaderDigests {
+    /// The digest written in the header.
+    pub(crate) stored: Sha256Digest,
+    /// The digest of the header bytes, computed as the format defines.
+    pub(crate) actual: Sha256Digest,
 }
 
-fn malformed(key: &str, reason: impl Into<String>) -> PackError {
-    PackError::MalformedHeader {
-        key: key.to_owned(),
-        reason: reason.into(),
+/// Reads the pack digest from its fixed place and hashes the header.
+/// `head` is the file bytes `[0, 8 + N)` of a header that parsed as JSON.
+pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
+    let misplaced = || {
+        malformed(
+            "__metadata__",
+            format!(
+                "a pack header must begin with `{}` followed by the 64-digit pack digest",
+                String::from_utf8_lossy(HEADER_PREFIX)
+            ),
+        )
+    };
+    let slot = head
+        .get(DIGEST_SLOT..DIGEST_SLOT + 65)
+        .filter(|_| head.get(8..DIGEST_SLOT) == Some(HEADER_PREFIX))
+        .ok_or_else(misplaced)?;
+    if slot[64] != b'"' {
+        return Err(misplaced());
     }
+    let text = std::str::from_utf8(&slot[..64]).map_err(|_| misplaced())?;
+    Ok(HeaderDigests {
+        stored: text.parse()?,
+        actual: header_digest(head, DIGEST_SLOT),
+    })
 }
 
-/// Parses the length prefix and header JSON of `file` and checks that the
-/// tensor entries tile the data section exactly.
-pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
+/// The header length `N` the first 8 bytes of `file` declare and where the
+/// data section starts (`8 + N`), checked against the limit and the file.
+fn header_bounds(file: &[u8]) -> Result<(u64, u64), PackError> {
     let file_len = file.len() as u64;
     let prefix: [u8; 8] = file
         .get(..8)
@@ -75,6 +103,74 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
             file_len,
         });
     }
+    Ok((header_len, data_start))
+}
+
+/// One tensor entry of the header, offsets relative to the data section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) dtype: Dtype,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) begin: u64,
+    pub(crate) end: u64,
+}
+
+/// A header that passed every structural check.
+#[derive(Debug)]
+pub(crate) struct Header {
+    /// Where the data section starts in the file: 8 + header length.
+    pub(crate) data_start: u64,
+    /// `__metadata__`, when present.
+    pub(crate) metadata: BTreeMap<String, String>,
+    /// The entries named exactly `record/NNNNNNNN`, by record index,
+    /// sorted by index (each index at most once).
+    pub(crate) records: Vec<(usize, Entry)>,
+    /// Entries with any other name (never part of a valid pack), sorted by
+    /// name.
+    pub(crate) others: Vec<(String, Entry)>,
+}
+
+/// A tensor's name: a record key is kept as its index, so parsing a header
+/// of many records allocates no key strings.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TensorName {
+    Record(usize),
+    Other(String),
+}
+
+impl TensorName {
+    /// `record/` and exactly eight decimal digits is a record key (the
+    /// only spelling [`crate::tensor_key`] writes); anything else is not.
+    fn parse(key: &str) -> Self {
+        match key.strip_prefix("record/") {
+            Some(digits) if digits.len() == 8 && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                // Eight decimal digits always fit a usize.
+                Self::Record(digits.parse().expect("eight decimal digits"))
+            }
+            _ => Self::Other(key.to_owned()),
+        }
+    }
+
+    fn to_key(&self) -> String {
+        match self {
+            Self::Record(index) => crate::tensor_key(*index),
+            Self::Other(key) => key.clone(),
+        }
+    }
+}
+
+fn malformed(key: &str, reason: impl Into<String>) -> PackError {
+    PackError::MalformedHeader {
+        key: key.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Parses the length prefix and header JSON of `file` and checks that the
+/// tensor entries tile the data section exactly.
+pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
+    let file_len = file.len() as u64;
+    let (header_len, data_start) = header_bounds(file)?;
     let header_bytes =
         &file[8..usize::try_from(data_start).map_err(|_| PackError::HeaderTooLarge {
             header_len,
@@ -82,29 +178,42 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
         })?];
     let data_len = file_len - data_start;
     let RawHeader { metadata, entries } = parse_json(header_bytes)?;
-    let mut by_key = BTreeMap::new();
-    for (key, raw) in entries {
+    let mut records = Vec::with_capacity(entries.len());
+    let mut others = Vec::new();
+    for (name, raw) in entries {
         let entry = Entry {
             dtype: raw.dtype.parse::<Dtype>()?,
             shape: raw.shape,
             begin: raw.data_offsets.0,
             end: raw.data_offsets.1,
         };
-        if by_key.insert(key.clone(), entry).is_some() {
-            return Err(malformed(&key, "appears twice in the header"));
+        match name {
+            TensorName::Record(index) => records.push((index, entry)),
+            TensorName::Other(key) => others.push((key, entry)),
         }
     }
-    let entries = by_key;
-    check_tiling(&entries, data_len)?;
+    records.sort_by_key(|(index, _)| *index);
+    if let Some(pair) = records.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(malformed(
+            &crate::tensor_key(pair[0].0),
+            "appears twice in the header",
+        ));
+    }
+    others.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(pair) = others.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(malformed(&pair[0].0, "appears twice in the header"));
+    }
+    check_tiling(&records, &others, data_len)?;
     Ok(Header {
         data_start,
         metadata,
-        entries,
+        records,
+        others,
     })
 }
 
 /// A tensor entry as the JSON spells it; unknown fields are refused.
-#[derive(Deserialize)]
+#[derive(Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEntry {
     dtype: String,
@@ -114,15 +223,42 @@ struct RawEntry {
 
 /// The header JSON, typed as it is parsed (no intermediate `Value` tree:
 /// the header of a 4,096-record pack is megabytes of JSON).
+#[derive(Debug, PartialEq, Eq)]
 struct RawHeader {
     metadata: BTreeMap<String, String>,
-    entries: Vec<(String, RawEntry)>,
+    entries: Vec<(TensorName, RawEntry)>,
+}
+
+/// A header key: `__metadata__` or a tensor's name.
+enum HeaderKey {
+    Metadata,
+    Tensor(TensorName),
+}
+
+impl<'de> Deserialize<'de> for HeaderKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = HeaderKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a header key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<HeaderKey, E> {
+                Ok(if key == "__metadata__" {
+                    HeaderKey::Metadata
+                } else {
+                    HeaderKey::Tensor(TensorName::parse(key))
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
 }
 
 /// Parses the header object, remembering which key a type error belongs
 /// to so that the error can name it.
 struct HeaderSeed<'a> {
-    failed_key: &'a mut Option<String>,
+    failed_key: &'a mut Option<TensorName>,
 }
 
 impl<'de> DeserializeSeed<'de> for HeaderSeed<'_> {
@@ -143,16 +279,22 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
         let mut metadata = None;
         let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            *self.failed_key = Some(key.clone());
-            if key == "__metadata__" {
-                if metadata.is_some() {
-                    return Err(serde::de::Error::custom("`__metadata__` appears twice"));
+        while let Some(key) = map.next_key::<HeaderKey>()? {
+            match key {
+                HeaderKey::Metadata => {
+                    if metadata.is_some() {
+                        return Err(serde::de::Error::custom("`__metadata__` appears twice"));
+                    }
+                    *self.failed_key = Some(TensorName::Other("__metadata__".to_owned()));
+                    metadata = Some(map.next_value::<BTreeMap<String, String>>()?);
                 }
-                metadata = Some(map.next_value::<BTreeMap<String, String>>()?);
-            } else {
-                let entry = map.next_value::<RawEntry>()?;
-                entries.push((key, entry));
+                HeaderKey::Tensor(name) => {
+                    *self.failed_key = Some(name);
+                    let entry = map.next_value::<RawEntry>()?;
+                    // The name was stored just above.
+                    let name = self.failed_key.take().expect("the key being parsed");
+                    entries.push((name, entry));
+                }
             }
             *self.failed_key = None;
         }
@@ -163,10 +305,67 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
     }
 }
 
+/// The header as the writer spells it (`encode::write_skeleton`), read
+/// without `serde_json`: the two metadata keys in their order, each tensor
+/// entry's three fields in theirs, compact JSON, then only the padding
+/// spaces. `None` for any other spelling; [`parse_json`] decides those.
+fn parse_canonical(bytes: &[u8]) -> Option<RawHeader> {
+    let text = std::str::from_utf8(bytes).ok()?.trim_end_matches(' ');
+    let mut c = crate::canonical::Cursor::new(text);
+    c.lit(br#"{"__metadata__":{"capcat_pack_sha256":"#)?;
+    let digest = c.string()?.to_owned();
+    c.lit(br#","capcat":"#)?;
+    let descriptor = c.escaped_string()?;
+    c.lit(b"}")?;
+    let mut entries = Vec::new();
+    // Each pass consumes one entry or returns; the text is finite.
+    while !c.try_lit(b"}") {
+        c.lit(b",")?;
+        let key = c.string()?;
+        // A second `__metadata__` is serde_json's to refuse.
+        if key == "__metadata__" {
+            return None;
+        }
+        let name = TensorName::parse(key);
+        c.lit(br#":{"dtype":"#)?;
+        let dtype = c.string()?.to_owned();
+        c.lit(br#","shape":"#)?;
+        let shape = c.numbers()?;
+        c.lit(br#","data_offsets":["#)?;
+        let begin = c.number()?;
+        c.lit(b",")?;
+        let end = c.number()?;
+        c.lit(b"]}")?;
+        entries.push((
+            name,
+            RawEntry {
+                dtype,
+                shape,
+                data_offsets: (begin, end),
+            },
+        ));
+    }
+    c.at_end().then(|| RawHeader {
+        metadata: BTreeMap::from([
+            (crate::DIGEST_KEY.to_owned(), digest),
+            (crate::METADATA_KEY.to_owned(), descriptor),
+        ]),
+        entries,
+    })
+}
+
 /// Syntax errors (and a header that is not an object) are
 /// [`PackError::HeaderNotJson`]; a well-formed entry of the wrong shape is
 /// [`PackError::MalformedHeader`] naming its key.
 fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
+    if let Some(header) = parse_canonical(bytes) {
+        return Ok(header);
+    }
+    parse_json_by_serde(bytes)
+}
+
+/// [`parse_json`] by `serde_json`, for any spelling of the header.
+fn parse_json_by_serde(bytes: &[u8]) -> Result<RawHeader, PackError> {
     let mut failed_key = None;
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let parsed = HeaderSeed {
@@ -175,7 +374,7 @@ fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
     .deserialize(&mut deserializer)
     .and_then(|header| deserializer.end().map(|()| header));
     parsed.map_err(|e| match (e.classify(), failed_key) {
-        (serde_json::error::Category::Data, Some(key)) => malformed(&key, e.to_string()),
+        (serde_json::error::Category::Data, Some(key)) => malformed(&key.to_key(), e.to_string()),
         _ => PackError::HeaderNotJson {
             reason: e.to_string(),
         },
@@ -185,14 +384,23 @@ fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
 /// The entries, in offset order, must start at 0, follow each other with no
 /// gap or overlap, end at the end of the file, and each span exactly the
 /// bytes its dtype and shape need.
-fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), PackError> {
-    let mut ordered: Vec<(&String, &Entry)> = entries.iter().collect();
-    ordered.sort_by_key(|(key, e)| (e.begin, e.end, *key));
+fn check_tiling(
+    records: &[(usize, Entry)],
+    others: &[(String, Entry)],
+    data_len: u64,
+) -> Result<(), PackError> {
+    let mut ordered: Vec<(&Entry, TensorRef<'_>)> = records
+        .iter()
+        .map(|(index, e)| (e, TensorRef::Record(*index)))
+        .chain(others.iter().map(|(key, e)| (e, TensorRef::Other(key))))
+        .collect();
+    ordered.sort_by(|(a, ka), (b, kb)| (a.begin, a.end, ka).cmp(&(b.begin, b.end, kb)));
     let mut previous_end = 0u64;
-    for (key, entry) in ordered {
+    for (entry, name) in ordered {
+        let key = || name.to_key();
         if entry.end < entry.begin || entry.end > data_len {
             return Err(PackError::OffsetOutOfRange {
-                key: key.clone(),
+                key: key(),
                 begin: entry.begin,
                 end: entry.end,
                 data_len,
@@ -200,7 +408,7 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         }
         if entry.begin != previous_end {
             return Err(PackError::OffsetsNotContiguous {
-                key: key.clone(),
+                key: key(),
                 begin: entry.begin,
                 previous_end,
             });
@@ -209,7 +417,7 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         let expected = entry.dtype.byte_length(&entry.shape);
         if expected != Some(actual) {
             return Err(PackError::ShapeMismatch {
-                context: format!("tensor `{key}`"),
+                context: format!("tensor `{}`", key()),
                 dtype: entry.dtype,
                 shape: entry.shape.clone(),
                 expected,
@@ -225,4 +433,97 @@ fn check_tiling(entries: &BTreeMap<String, Entry>, data_len: u64) -> Result<(), 
         });
     }
     Ok(())
+}
+
+/// A borrowed [`TensorName`], for ordering entries without copying names.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TensorRef<'a> {
+    Record(usize),
+    Other(&'a str),
+}
+
+impl TensorRef<'_> {
+    fn to_key(self) -> String {
+        match self {
+            Self::Record(index) => crate::tensor_key(index),
+            Self::Other(key) => key.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CaptureIdentity, PackLimits, PackWriter, RecordMetadata};
+
+    fn header_of(tenant: &str, tags: &[(&str, &str)]) -> Vec<u8> {
+        let mut writer = PackWriter::new(uuid::Uuid::from_u128(5), PackLimits::default());
+        for (i, dtype) in [Dtype::F32, Dtype::BOOL].into_iter().enumerate() {
+            let metadata = RecordMetadata {
+                identity: CaptureIdentity {
+                    tenant_id: tenant.to_owned(),
+                    experiment_id: "e".to_owned(),
+                    run_id: "r".to_owned(),
+                    captured_at_ns: 1,
+                    capture_id: uuid::Uuid::from_u128(i as u128),
+                },
+                model: "m".to_owned(),
+                module_path: "p".to_owned(),
+                hook: "h".to_owned(),
+                step: 0,
+                tensor_name: "n".to_owned(),
+                dtype,
+                shape: vec![2],
+                tags: tags
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            };
+            let len = dtype.size() * 2;
+            writer.append(metadata, vec![0; len]).expect("valid");
+        }
+        let sealed = writer.seal().expect("seals");
+        let n = usize::try_from(u64::from_le_bytes(sealed.bytes[..8].try_into().expect("8")))
+            .expect("small");
+        sealed.bytes[8..8 + n].to_vec()
+    }
+
+    /// The writer's headers take the fast path, escapes in the metadata or
+    /// not, and read as serde_json reads them.
+    #[test]
+    fn the_writers_headers_read_alike_both_ways() {
+        for (tenant, tags) in [("t", vec![]), ("q\"u\\ote \u{1} ü", vec![("k", "v\"")])] {
+            let bytes = header_of(tenant, &tags);
+            let fast = parse_canonical(&bytes).expect("the writer's spelling");
+            assert_eq!(
+                Ok(fast),
+                parse_json_by_serde(&bytes).map_err(|e| e.to_string())
+            );
+        }
+    }
+
+    /// Whatever one changed byte makes of a header, the fast path either
+    /// declines it or reads it exactly as serde_json does.
+    #[test]
+    fn a_changed_byte_is_declined_or_read_alike() {
+        let original = header_of("t\"", &[("k", "v")]);
+        let mut taken = 0;
+        for at in 0..original.len() {
+            for byte in [
+                b' ', b'"', b'\\', b'0', b'9', b'a', b'}', b']', b',', b':', 0x01, 0xc3,
+            ] {
+                let mut bytes = original.clone();
+                bytes[at] = byte;
+                if let Some(fast) = parse_canonical(&bytes) {
+                    taken += 1;
+                    let serde = parse_json_by_serde(&bytes).map_err(|e| e.to_string());
+                    assert_eq!(Ok(fast), serde, "byte {at} = {byte:#04x}");
+                }
+            }
+        }
+        assert!(
+            taken > 100,
+            "most digit and letter changes stay canonical: {taken}"
+        );
+    }
 }

@@ -32,8 +32,16 @@ pub struct PackInfo {
     pub pack_id: Uuid,
     /// The format version the pack was written in.
     pub format_version: u32,
-    /// SHA-256 of the whole pack file.
+    /// The pack digest: SHA-256 of the header with its own 64 digits read as
+    /// `'0'` (docs/pack-format.md, section 4). It commits to every byte of
+    /// the file, the payloads through their digests in the descriptor, and
+    /// the pack carries it at a fixed offset. For a version-1 pack (read,
+    /// never written) it is the SHA-256 of the whole file, as version 1
+    /// defined it.
     pub pack_sha256: Sha256Digest,
+    /// CRC-64/NVME of the whole pack file: the full-object checksum the
+    /// object store verifies on upload.
+    pub crc64nvme: u64,
     /// Length of the whole pack file in bytes.
     pub byte_length: u64,
     /// One locator per record, in record order.

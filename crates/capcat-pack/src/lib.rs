@@ -1,18 +1,21 @@
 //! Capcat pack format: checksummed, safetensors-compatible capture packs.
 //!
-//! A pack is a valid safetensors file. Its header's `__metadata__` holds one
-//! key, `capcat`, whose value is the pack descriptor (format version,
-//! pack id, every record's metadata and payload SHA-256) wrapped in an
-//! envelope carrying the descriptor's own SHA-256. Each record's payload is
-//! one safetensors tensor named `record/NNNNNNNN`. The exact bytes are in
-//! `docs/pack-format.md`.
+//! A pack is a valid safetensors file. Its header's `__metadata__` holds two
+//! keys: `capcat_pack_sha256`, the pack digest (SHA-256 of the header with
+//! its own digits zeroed, which commits to every byte of the pack through
+//! the payload digests), and `capcat`, the pack descriptor (format version,
+//! pack id, every record's metadata and payload SHA-256). Each record's
+//! payload is one safetensors tensor named `record/NNNNNNNN`. The exact
+//! bytes are in `docs/pack-format.md`.
 //!
 //! - [`PackWriter`]: append records ([`RecordMetadata`] + payload), then
 //!   [`PackWriter::seal`] into a [`SealedPack`]: the bytes and a
-//!   [`PackInfo`] with the whole-pack SHA-256 and one [`RecordLocator`] per
-//!   record.
+//!   [`PackInfo`] with the pack digest, the whole-file CRC-64/NVME (the
+//!   object store's upload checksum) and one [`RecordLocator`] per record.
 //! - [`PackReader`]: open from bytes or a file, verifying the header, the
 //!   descriptor and every checksum; decode records to [`TensorValues`].
+//!   It reads the current format and every older one from
+//!   [`OLDEST_FORMAT_VERSION`]; [`PackWriter`] writes only [`FORMAT_VERSION`].
 //! - [`hydrate`]: one range read for one record, verified against its
 //!   locator; [`RangeRead`] lets a store serve the range.
 //! - [`TensorSummary`] (version 2): exact order statistics for integers.
@@ -61,9 +64,11 @@
 
 #![forbid(unsafe_code)]
 
+mod canonical;
 mod descriptor;
 mod digest;
 mod dtype;
+mod encode;
 mod error;
 mod header;
 mod hydrate;
@@ -74,8 +79,8 @@ mod summary;
 mod values;
 mod writer;
 
-pub use descriptor::{FORMAT_VERSION, METADATA_KEY, tensor_key};
-pub use digest::Sha256Digest;
+pub use descriptor::{DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, OLDEST_FORMAT_VERSION, tensor_key};
+pub use digest::{Sha256Digest, crc64nvme};
 pub use dtype::{Dtype, element_count};
 pub use error::PackError;
 pub use header::MAX_HEADER_BYTES;

@@ -1,19 +1,19 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
-use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::descriptor::{self, FORMAT_VERSION, METADATA_KEY, tensor_key};
-use crate::digest::Sha256Digest;
+use crate::descriptor::{self, DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, tensor_key};
+use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::header;
 use crate::info::{PackInfo, RecordLocator};
-use crate::record::RecordEntry;
+use crate::record::{IdentitySet, RecordEntry};
 use crate::summary::TensorSummary;
 use crate::values::{TensorValues, decode_bools};
 
@@ -22,40 +22,90 @@ use crate::values::{TensorValues, decode_bools};
 #[derive(Clone, Debug)]
 pub struct PackReader {
     bytes: Bytes,
+    format_version: u32,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
-    records: Vec<RecordEntry>,
+    /// The CRC-64/NVME of the file, computed when first asked for: opening
+    /// verifies with SHA-256 and needs no CRC.
+    crc64nvme: OnceLock<u64>,
+    /// The descriptor text, type-checked on open; the owned records are
+    /// decoded from it when first asked for.
+    descriptor: Arc<String>,
+    records: OnceLock<Vec<RecordEntry>>,
+    dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
+}
+
+/// A pack that passed every check but its payload digests and `BOOL`
+/// bytes.
+struct Checked {
+    format_version: u32,
+    pack_id: Uuid,
+    pack_sha256: Sha256Digest,
+    descriptor: String,
+    dtypes: Vec<Dtype>,
+    locators: Vec<RecordLocator>,
+}
+
+impl Checked {
+    /// Hashes every payload and compares its digest with the descriptor's,
+    /// and checks every `BOOL` byte, in record order.
+    fn finish(self, bytes: &[u8]) -> Result<Self, PackError> {
+        for (locator, dtype) in self.locators.iter().zip(&self.dtypes) {
+            verify_payload_digest(locator, slice(bytes, locator))?;
+            if *dtype == Dtype::BOOL {
+                decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// The header bytes `[0, 8 + N)` of a parsed header.
+fn head<'a>(bytes: &'a [u8], header: &header::Header) -> Result<&'a [u8], PackError> {
+    let end = usize::try_from(header.data_start).map_err(|_| PackError::HeaderTooLarge {
+        header_len: header.data_start,
+        limit: header::MAX_HEADER_BYTES,
+    })?;
+    Ok(&bytes[..end])
 }
 
 impl PackReader {
     /// Opens and verifies a pack held in memory.
     ///
-    /// Verifies: the length prefix and header, the descriptor's digest and
-    /// format version, that the safetensors entries match the descriptor
-    /// record for record (dtype, shape) and tile the data section, every
-    /// payload's SHA-256, and every `BOOL` byte. The whole-pack SHA-256 is
-    /// computed ([`PackReader::pack_sha256`]); use
-    /// [`PackReader::from_bytes_expecting`] to compare it with the digest the
-    /// catalog or the store recorded at seal time.
+    /// Verifies: the length prefix and header, the format version, the pack
+    /// digest the header carries against the header's bytes, that the
+    /// safetensors entries match the descriptor record for record (dtype,
+    /// shape) and tile the data section, every payload's SHA-256, and every
+    /// `BOOL` byte. Together these check every byte of the file (the pack
+    /// digest covers the header, which holds every payload digest). Use
+    /// [`PackReader::from_bytes_expecting`] to also compare the pack digest
+    /// with the one the catalog or the store recorded at seal time.
+    ///
+    /// A version-1 pack is read too, with the checks version 1 defines:
+    /// the descriptor's digest in its envelope, the entries against the
+    /// descriptor, every payload's SHA-256 and every `BOOL` byte; its pack
+    /// digest is the SHA-256 of the whole file, which only
+    /// [`PackReader::from_bytes_expecting`] can compare (version 1 covers
+    /// the header's padding and JSON spacing with nothing else).
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, PackError> {
-        let bytes = bytes.into();
-        let pack_sha256 = Sha256Digest::of(&bytes);
-        Self::open(bytes, pack_sha256)
+        Self::open(bytes.into())
     }
 
-    /// Like [`PackReader::from_bytes`], and first checks that the whole pack
-    /// hashes to `expected` (the `pack_sha256` of its [`PackInfo`]).
+    /// Like [`PackReader::from_bytes`], and checks that the pack digest is
+    /// `expected` (the `pack_sha256` of its [`PackInfo`]).
     pub fn from_bytes_expecting(
         bytes: impl Into<Bytes>,
         expected: Sha256Digest,
     ) -> Result<Self, PackError> {
-        let bytes = bytes.into();
-        let actual = Sha256Digest::of(&bytes);
-        if actual != expected {
-            return Err(PackError::PackChecksumMismatch { expected, actual });
+        let reader = Self::open(bytes.into())?;
+        if reader.pack_sha256 != expected {
+            return Err(PackError::PackChecksumMismatch {
+                expected,
+                actual: reader.pack_sha256,
+            });
         }
-        Self::open(bytes, actual)
+        Ok(reader)
     }
 
     /// Reads the file at `path` and opens it with [`PackReader::from_bytes`].
@@ -72,84 +122,122 @@ impl PackReader {
         Self::from_bytes_expecting(read_file(path.as_ref())?, expected)
     }
 
-    fn open(bytes: Bytes, pack_sha256: Sha256Digest) -> Result<Self, PackError> {
-        let header = header::parse(&bytes)?;
-        let envelope = header
-            .metadata
-            .get(METADATA_KEY)
-            .ok_or(PackError::MissingDescriptor)?;
-        // Exactly one key, as the format says: anything else in the header
-        // would be bytes no digest of ours covers.
-        if let Some(extra) = header.metadata.keys().find(|k| *k != METADATA_KEY) {
-            return Err(PackError::MalformedHeader {
-                key: "__metadata__".to_owned(),
-                reason: format!(
-                    "unexpected key `{extra}`: a pack's only metadata key is `{METADATA_KEY}`"
-                ),
-            });
-        }
-        let descriptor = descriptor::decode(envelope)?;
-        let mut entries = header.entries;
-        let mut locators = Vec::with_capacity(descriptor.records.len());
-        // The writer refuses a second record for one capture identity; so
-        // does the reader, or the catalog would get two rows that collapse.
-        let mut identities = BTreeSet::new();
-        for record in &descriptor.records {
-            let identity = &record.metadata.identity;
-            if !identities.insert((identity.tenant_id.as_str(), identity.capture_id)) {
-                return Err(PackError::DuplicateCapture {
-                    tenant_id: identity.tenant_id.clone(),
-                    capture_id: identity.capture_id,
-                });
-            }
-            let key = tensor_key(record.index);
-            let entry = entries
-                .remove(&key)
-                .ok_or_else(|| PackError::MissingTensor {
-                    index: record.index,
-                    key: key.clone(),
-                })?;
-            let metadata = &record.metadata;
-            if entry.dtype != metadata.dtype {
-                return Err(PackError::EntryDisagrees {
-                    index: record.index,
-                    field: "dtype",
-                    entry: entry.dtype.to_string(),
-                    descriptor: metadata.dtype.to_string(),
-                });
-            }
-            if entry.shape != metadata.shape {
-                return Err(PackError::EntryDisagrees {
-                    index: record.index,
-                    field: "shape",
-                    entry: format!("{:?}", entry.shape),
-                    descriptor: format!("{:?}", metadata.shape),
-                });
-            }
-            // The header parser checked begin <= end <= data length, so
-            // these sums stay within the file's length.
-            let locator = RecordLocator {
-                index: record.index,
-                capture_id: metadata.identity.capture_id,
-                offset: header.data_start + entry.begin,
-                length: entry.end - entry.begin,
-                sha256: record.payload_sha256,
-            };
-            let payload = slice(&bytes, &locator);
-            verify_payload_digest(&locator, payload)?;
-            if metadata.dtype == Dtype::BOOL {
-                decode_bools(payload, &format!("record {}", record.index))?;
-            }
-            locators.push(locator);
-        }
-        if let Some(key) = entries.into_keys().next() {
-            return Err(PackError::UnexpectedTensor { key });
-        }
+    fn open(bytes: Bytes) -> Result<Self, PackError> {
+        let opened = Self::check(&bytes)?.finish(&bytes)?;
         Ok(Self {
             bytes,
-            pack_id: descriptor.pack_id,
+            format_version: opened.format_version,
+            pack_id: opened.pack_id,
+            pack_sha256: opened.pack_sha256,
+            crc64nvme: OnceLock::new(),
+            descriptor: Arc::new(opened.descriptor),
+            records: OnceLock::new(),
+            dtypes: opened.dtypes,
+            locators: opened.locators,
+        })
+    }
+
+    /// Every check of opening but the payload digests and `BOOL` bytes
+    /// ([`Checked::finish`]).
+    fn check(bytes: &[u8]) -> Result<Checked, PackError> {
+        let mut header = header::parse(bytes)?;
+        let value = header
+            .metadata
+            .remove(METADATA_KEY)
+            .ok_or(PackError::MissingDescriptor)?;
+        // The version first: a pack of another version is refused as such,
+        // whatever else differs in its header.
+        let format_version = descriptor::check_version(&value)?;
+        let pack_sha256 = if format_version == FORMAT_VERSION {
+            only_metadata_keys(&header, &[DIGEST_KEY])?;
+            let found = header::digests(head(bytes, &header)?)?;
+            if found.actual != found.stored {
+                return Err(PackError::HeaderChecksumMismatch {
+                    stored: found.stored,
+                    actual: found.actual,
+                });
+            }
+            found.stored
+        } else {
+            // Version 1: one metadata key, and the pack's digest is the
+            // SHA-256 of the whole file, which only a caller holding the
+            // recorded digest can compare (the header's padding and JSON
+            // spacing are covered by nothing else).
+            only_metadata_keys(&header, &[])?;
+            Sha256Digest::of(bytes)
+        };
+        let text = descriptor::descriptor_text(value, format_version)?;
+        let facts = descriptor::facts(&text, format_version)?;
+        let data_start = header.data_start;
+        // Record entries sorted by index, consumed in descriptor order.
+        let mut entries = header.records.into_iter().peekable();
+        let mut locators = Vec::with_capacity(facts.records.len());
+        let mut dtypes = Vec::with_capacity(facts.records.len());
+        // The writer refuses a second record for one capture identity; so
+        // does the reader, or the catalog would get two rows that collapse.
+        let mut identities = IdentitySet::default();
+        let records = &facts.records;
+        for (index, record) in records.iter().enumerate() {
+            if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
+                &records[i].tenant_id
+            }) {
+                return Err(PackError::DuplicateCapture {
+                    tenant_id: record.tenant_id.clone().into_owned(),
+                    capture_id: record.capture_id,
+                });
+            }
+            // Indexes are consumed in order, so the next entry is this
+            // record's or the record has none.
+            let entry = match entries.next_if(|(i, _)| *i == index) {
+                Some((_, entry)) => entry,
+                None => {
+                    return Err(PackError::MissingTensor {
+                        index,
+                        key: tensor_key(index),
+                    });
+                }
+            };
+            if entry.dtype != record.dtype {
+                return Err(PackError::EntryDisagrees {
+                    index,
+                    field: "dtype",
+                    entry: entry.dtype.to_string(),
+                    descriptor: record.dtype.to_string(),
+                });
+            }
+            if entry.shape != record.shape {
+                return Err(PackError::EntryDisagrees {
+                    index,
+                    field: "shape",
+                    entry: format!("{:?}", entry.shape),
+                    descriptor: format!("{:?}", record.shape),
+                });
+            }
+            dtypes.push(record.dtype);
+            locators.push(RecordLocator {
+                index,
+                capture_id: record.capture_id,
+                offset: data_start + entry.begin,
+                length: entry.end - entry.begin,
+                sha256: record.payload_sha256,
+            });
+        }
+        if let Some((index, _)) = entries.next() {
+            return Err(PackError::UnexpectedTensor {
+                key: tensor_key(index),
+            });
+        }
+        if let Some((key, _)) = header.others.into_iter().next() {
+            return Err(PackError::UnexpectedTensor { key });
+        }
+        let pack_id = facts.pack_id;
+        drop(facts);
+        Ok(Checked {
+            format_version,
+            pack_id,
             pack_sha256,
-            records: descriptor.records,
+            descriptor: text,
+            dtypes,
             locators,
         })
     }
@@ -159,14 +247,25 @@ impl PackReader {
         self.pack_id
     }
 
-    /// The format version (always [`FORMAT_VERSION`]: others are refused).
+    /// The format version the pack was written in: [`FORMAT_VERSION`], or
+    /// an older version this build still reads (from
+    /// [`crate::OLDEST_FORMAT_VERSION`]).
     pub fn format_version(&self) -> u32 {
-        FORMAT_VERSION
+        self.format_version
     }
 
-    /// SHA-256 of the whole pack file.
+    /// The pack's SHA-256 identity as its format version defines it (see
+    /// [`PackInfo::pack_sha256`]): for version 2 the pack digest, verified
+    /// against the header's bytes; for version 1 the SHA-256 of the whole
+    /// file, the digest version-1 catalogs and stores recorded.
     pub fn pack_sha256(&self) -> Sha256Digest {
         self.pack_sha256
+    }
+
+    /// CRC-64/NVME of the whole pack file, the checksum to declare when
+    /// uploading it (see [`PackInfo::crc64nvme`]).
+    pub fn crc64nvme(&self) -> u64 {
+        *self.crc64nvme.get_or_init(|| crc64nvme(&self.bytes))
     }
 
     /// The pack file's bytes.
@@ -176,17 +275,26 @@ impl PackReader {
 
     /// Number of records.
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.locators.len()
     }
 
     /// True for a pack with no records.
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.locators.is_empty()
     }
 
     /// Every record's metadata and payload digest, in record order.
+    ///
+    /// Opening type-checks every descriptor field but keeps only what it
+    /// verifies; the owned records are decoded from the descriptor text on
+    /// the first call and kept.
     pub fn records(&self) -> &[RecordEntry] {
-        &self.records
+        self.records.get_or_init(|| {
+            // Opening parsed this text with the same field types, so
+            // decoding it again cannot fail.
+            descriptor::records(&self.descriptor)
+                .expect("the descriptor was type-checked when the pack was opened")
+        })
     }
 
     /// Every record's locator, in record order.
@@ -198,8 +306,9 @@ impl PackReader {
     pub fn info(&self) -> PackInfo {
         PackInfo {
             pack_id: self.pack_id,
-            format_version: FORMAT_VERSION,
+            format_version: self.format_version,
             pack_sha256: self.pack_sha256,
+            crc64nvme: self.crc64nvme(),
             byte_length: self.bytes.len() as u64,
             records: self.locators.clone(),
         }
@@ -218,7 +327,7 @@ impl PackReader {
 
     /// Record `index` decoded to typed values.
     pub fn values(&self, index: usize) -> Result<TensorValues, PackError> {
-        let dtype = self.record(index)?.metadata.dtype;
+        let dtype = self.locator(index).map(|_| self.dtypes[index])?;
         TensorValues::from_le_bytes(dtype, &self.payload(index)?, &format!("record {index}"))
     }
 
@@ -229,12 +338,11 @@ impl PackReader {
 
     /// Record `index`'s metadata and digest.
     pub fn record(&self, index: usize) -> Result<&RecordEntry, PackError> {
-        self.records
-            .get(index)
-            .ok_or(PackError::RecordIndexOutOfRange {
-                index,
-                count: self.records.len(),
-            })
+        let records = self.records();
+        records.get(index).ok_or(PackError::RecordIndexOutOfRange {
+            index,
+            count: records.len(),
+        })
     }
 
     /// Record `index`'s locator.
@@ -245,6 +353,31 @@ impl PackReader {
                 index,
                 count: self.locators.len(),
             })
+    }
+}
+
+/// Checks that the header's `__metadata__` holds exactly `allowed` keys
+/// besides `capcat` (which the caller took out): anything else in the
+/// header would be bytes no reader of ours interprets.
+fn only_metadata_keys(header: &header::Header, allowed: &[&str]) -> Result<(), PackError> {
+    match header
+        .metadata
+        .keys()
+        .find(|k| !allowed.contains(&k.as_str()))
+    {
+        Some(extra) => Err(PackError::MalformedHeader {
+            key: "__metadata__".to_owned(),
+            reason: format!(
+                "unexpected key `{extra}`: a pack's metadata keys are {}",
+                allowed
+                    .iter()
+                    .chain([&METADATA_KEY])
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        }),
+        None => Ok(()),
     }
 }
 

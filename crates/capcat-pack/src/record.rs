@@ -67,3 +67,42 @@ pub struct RecordEntry {
     /// The SHA-256 of the payload bytes.
     pub payload_sha256: Sha256Digest,
 }
+
+/// The `(tenant_id, capture_id)` pairs of a pack's records, checked for
+/// duplicates without copying a tenant id per record: keyed by capture id,
+/// holding the index of the first record with it. A capture id that several
+/// tenants use (legal, and rare) is kept as owned pairs beside it.
+#[derive(Debug, Default)]
+pub(crate) struct IdentitySet {
+    first: std::collections::HashMap<Uuid, usize>,
+    shared: std::collections::BTreeSet<(String, Uuid)>,
+}
+
+impl IdentitySet {
+    /// Adds the identity of record `index`; false (and no change) when the
+    /// pair is already present. `tenant_of` returns the tenant of an
+    /// earlier record.
+    pub(crate) fn insert<'a>(
+        &mut self,
+        tenant_id: &str,
+        capture_id: Uuid,
+        index: usize,
+        tenant_of: impl FnOnce(usize) -> &'a str,
+    ) -> bool {
+        match self.first.entry(capture_id) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(index);
+                true
+            }
+            std::collections::hash_map::Entry::Occupied(first) => {
+                if tenant_of(*first.get()) == tenant_id {
+                    return false;
+                }
+                if self.shared.contains(&(tenant_id.to_owned(), capture_id)) {
+                    return false;
+                }
+                self.shared.insert((tenant_id.to_owned(), capture_id))
+            }
+        }
+    }
+}

@@ -1,19 +1,18 @@
 //! Building a pack: append records, then seal.
 
-use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
 
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::descriptor::{self, FORMAT_VERSION, METADATA_KEY, tensor_key};
-use crate::digest::Sha256Digest;
+use crate::descriptor::FORMAT_VERSION;
+use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
+use crate::encode::{self, EncodedRecord};
 use crate::error::PackError;
 use crate::header::LENGTH_PREFIX;
 use crate::info::{PackInfo, RecordLocator, SealedPack};
-use crate::record::RecordMetadata;
+use crate::record::{IdentitySet, RecordMetadata};
 use crate::values::{TensorValues, decode_bools};
 
 /// The most records any pack may hold, whatever its limits say: record keys
@@ -68,7 +67,6 @@ impl Default for PackLimits {
 struct PendingRecord {
     metadata: RecordMetadata,
     payload: Bytes,
-    sha256: Sha256Digest,
 }
 
 /// Accumulates records for one pack. Every append is validated, so a pack
@@ -79,29 +77,7 @@ pub struct PackWriter {
     limits: PackLimits,
     records: Vec<PendingRecord>,
     payload_bytes: u64,
-    identities: BTreeSet<(String, Uuid)>,
-}
-
-/// A payload as the `safetensors` serializer sees it: borrowed bytes.
-struct PayloadView<'a> {
-    dtype: safetensors::Dtype,
-    shape: Vec<usize>,
-    data: &'a [u8],
-}
-
-impl safetensors::View for PayloadView<'_> {
-    fn dtype(&self) -> safetensors::Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self.data)
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
+    identities: IdentitySet,
 }
 
 impl PackWriter {
@@ -112,7 +88,7 @@ impl PackWriter {
             limits,
             records: Vec::new(),
             payload_bytes: 0,
-            identities: BTreeSet::new(),
+            identities: IdentitySet::default(),
         }
     }
 
@@ -157,7 +133,7 @@ impl PackWriter {
         let context = || format!("record {index} (capture {})", metadata.identity.capture_id);
         let actual = payload.len() as u64;
         let expected = metadata.dtype.byte_length(&metadata.shape);
-        if expected != Some(actual) || shape_to_usize(&metadata.shape).is_none() {
+        if expected != Some(actual) || !shape_fits_usize(&metadata.shape) {
             return Err(PackError::ShapeMismatch {
                 context: context(),
                 dtype: metadata.dtype,
@@ -181,24 +157,21 @@ impl PackWriter {
                 attempted,
             });
         }
-        let identity = (
-            metadata.identity.tenant_id.clone(),
-            metadata.identity.capture_id,
-        );
-        if self.identities.contains(&identity) {
+        let records = &self.records;
+        let identity = &metadata.identity;
+        if !self
+            .identities
+            .insert(&identity.tenant_id, identity.capture_id, index, |i| {
+                &records[i].metadata.identity.tenant_id
+            })
+        {
             return Err(PackError::DuplicateCapture {
-                tenant_id: identity.0,
-                capture_id: identity.1,
+                tenant_id: identity.tenant_id.clone(),
+                capture_id: identity.capture_id,
             });
         }
-        self.identities.insert(identity);
         self.payload_bytes = attempted;
-        let sha256 = Sha256Digest::of(&payload);
-        self.records.push(PendingRecord {
-            metadata,
-            payload,
-            sha256,
-        });
+        self.records.push(PendingRecord { metadata, payload });
         Ok(index)
     }
 
@@ -222,80 +195,116 @@ impl PackWriter {
         self.append(metadata, values.to_le_bytes())
     }
 
-    /// Seals the pack: writes the safetensors file with the descriptor in its
-    /// header, and computes the whole-pack SHA-256 and every locator.
+    /// Seals the pack: writes the safetensors file with the descriptor and
+    /// the pack digest in its header, and computes every payload's SHA-256,
+    /// the whole-file CRC-64/NVME and every locator.
+    ///
+    /// Each payload is hashed right after it is copied into the file, while
+    /// its bytes are in cache, so the copy and the SHA-256 read the source
+    /// once. The payload bytes are hashed with SHA-256 once; the header is
+    /// hashed for the pack digest, and the whole file once more with the
+    /// (much cheaper) CRC.
     pub fn seal(self) -> Result<SealedPack, PackError> {
-        let described: Vec<(&RecordMetadata, Sha256Digest)> = self
+        // safetensors orders the data section by descending dtype
+        // alignment, then by key; record keys sort in record order. The
+        // round-trip tests check that the safetensors crate reads these
+        // offsets back.
+        let mut order: Vec<usize> = (0..self.records.len()).collect();
+        order.sort_by_key(|&i| (Reverse(self.records[i].metadata.dtype.to_safetensors()), i));
+        let mut begins = vec![0u64; self.records.len()];
+        let mut next = 0u64;
+        for &i in &order {
+            begins[i] = next;
+            next += self.records[i].payload.len() as u64;
+        }
+        let encoded: Vec<EncodedRecord<'_>> = self
             .records
             .iter()
-            .map(|r| (&r.metadata, r.sha256))
-            .collect();
-        let envelope = descriptor::encode(self.pack_id, &described)?;
-        let metadata = HashMap::from([(METADATA_KEY.to_owned(), envelope)]);
-        let views: Vec<(String, PayloadView<'_>)> = self
-            .records
-            .iter()
-            .enumerate()
-            .map(|(index, r)| {
-                let view = PayloadView {
-                    dtype: r.metadata.dtype.to_safetensors(),
-                    shape: shape_to_usize(&r.metadata.shape)
-                        .expect("append refused shapes that do not fit usize"),
-                    data: &r.payload,
-                };
-                (tensor_key(index), view)
+            .zip(&begins)
+            .map(|(r, &begin)| EncodedRecord {
+                metadata: &r.metadata,
+                begin,
+                end: begin + r.payload.len() as u64,
             })
             .collect();
-        let buffer =
-            safetensors::serialize(views, Some(metadata)).map_err(|e| PackError::Safetensors {
-                reason: e.to_string(),
+        // One allocation for the whole file when the estimate holds (it is
+        // generous for metadata that needs no escaping); the header writer
+        // grows the buffer when it does not.
+        let header_estimate = 256
+            + self
+                .records
+                .iter()
+                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
+                .sum::<usize>();
+        let payload_total =
+            usize::try_from(self.payload_bytes).map_err(|_| PackError::TooManyBytes {
+                limit: self.limits.max_payload_bytes,
+                attempted: self.payload_bytes,
             })?;
-        let header_len = buffer
-            .get(..8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .expect("safetensors writes an 8-byte length prefix");
-        let locators = self.layout(LENGTH_PREFIX + header_len);
+        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
+        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
+        let data_start = bytes.len();
+        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
+        for &i in &order {
+            let start = bytes.len();
+            bytes.extend_from_slice(&self.records[i].payload);
+            digests[i] = Sha256Digest::of(&bytes[start..]);
+        }
+        let head = &mut bytes[..data_start];
+        for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
+            encode::fill_slot(head, *slot, digest);
+        }
+        let pack_sha256 = encode::seal_header(head);
+        let crc64nvme = crc64nvme(&bytes);
+        let data_start = LENGTH_PREFIX + skeleton.header_len;
+        let records = self
+            .records
+            .iter()
+            .zip(begins.iter().zip(digests))
+            .enumerate()
+            .map(|(index, (r, (&begin, sha256)))| RecordLocator {
+                index,
+                capture_id: r.metadata.identity.capture_id,
+                offset: data_start + begin,
+                length: r.payload.len() as u64,
+                sha256,
+            })
+            .collect();
         let info = PackInfo {
             pack_id: self.pack_id,
             format_version: FORMAT_VERSION,
-            pack_sha256: Sha256Digest::of(&buffer),
-            byte_length: buffer.len() as u64,
-            records: locators,
+            pack_sha256,
+            crc64nvme,
+            byte_length: bytes.len() as u64,
+            records,
         };
         Ok(SealedPack {
-            bytes: Bytes::from(buffer),
+            bytes: Bytes::from(bytes),
             info,
         })
     }
-
-    /// The file offset of every payload. safetensors orders the data section
-    /// by descending dtype alignment, then by key; record keys sort in record
-    /// order. The round-trip tests check these offsets against the reader's.
-    fn layout(&self, data_start: u64) -> Vec<RecordLocator> {
-        let mut order: Vec<usize> = (0..self.records.len()).collect();
-        order.sort_by_key(|&i| (Reverse(self.records[i].metadata.dtype.to_safetensors()), i));
-        let mut offsets = vec![0u64; self.records.len()];
-        let mut next = data_start;
-        for i in order {
-            offsets[i] = next;
-            next += self.records[i].payload.len() as u64;
-        }
-        self.records
-            .iter()
-            .zip(offsets)
-            .enumerate()
-            .map(|(index, (r, offset))| RecordLocator {
-                index,
-                capture_id: r.metadata.identity.capture_id,
-                offset,
-                length: r.payload.len() as u64,
-                sha256: r.sha256,
-            })
-            .collect()
-    }
 }
 
-fn shape_to_usize(shape: &[u64]) -> Option<Vec<usize>> {
-    shape.iter().map(|&d| usize::try_from(d).ok()).collect()
+/// Bytes of free text in `metadata`, for sizing the header buffer.
+fn metadata_text_len(metadata: &RecordMetadata) -> usize {
+    let id = &metadata.identity;
+    id.tenant_id.len()
+        + id.experiment_id.len()
+        + id.run_id.len()
+        + metadata.model.len()
+        + metadata.module_path.len()
+        + metadata.hook.len()
+        + metadata.tensor_name.len()
+        + metadata
+            .tags
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 8)
+            .sum::<usize>()
+        + 24 * metadata.shape.len()
+}
+
+/// safetensors readers hold dimensions as `usize`; a pack whose shape does
+/// not fit is refused on append.
+fn shape_fits_usize(shape: &[u64]) -> bool {
+    shape.iter().all(|&d| usize::try_from(d).is_ok())
 }

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use capcat_pack::{
-    CaptureIdentity, Dtype, FORMAT_VERSION, PackLimits, PackReader, PackWriter, RecordMetadata,
-    SUMMARY_VERSION, SealedPack, TensorSummary, TensorValues, tensor_key,
+    CaptureIdentity, Dtype, FORMAT_VERSION, InMemory, PackError, PackLimits, PackReader,
+    PackWriter, RecordLocator, RecordMetadata, SUMMARY_VERSION, SealedPack, Sha256Digest,
+    TensorSummary, TensorValues, hydrate, tensor_key,
 };
 use half::{bf16, f16};
 use serde_json::{Value, json};
@@ -19,6 +20,9 @@ use uuid::Uuid;
 
 const PACK_FILE: &str = "pack.safetensors";
 const MANIFEST_FILE: &str = "manifest.json";
+/// The version-1 golden pack and manifest, as version 1 wrote them (never
+/// regenerated: no build writes version 1 any more).
+const V1_DIR: &str = "v1";
 
 fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/golden")
@@ -114,10 +118,44 @@ fn golden_pack() -> SealedPack {
 }
 
 fn manifest(sealed: &SealedPack, reader: &PackReader) -> Value {
-    let records: Vec<Value> = reader
+    json!({
+        "format_version": FORMAT_VERSION,
+        "summary_version": SUMMARY_VERSION,
+        "pack": {
+            "file": PACK_FILE,
+            "pack_id": sealed.info.pack_id,
+            "sha256": sealed.info.pack_sha256,
+            "crc64nvme": format!("{:016x}", sealed.info.crc64nvme),
+            "byte_length": sealed.info.byte_length,
+            "record_count": sealed.info.records.len(),
+        },
+        "records": record_manifest(reader, &sealed.info.records),
+    })
+}
+
+/// The manifest of a version-1 pack as version 1 wrote it (no CRC: version
+/// 1 had none), computed from what this build's reader reports.
+fn manifest_v1(reader: &PackReader) -> Value {
+    let info = reader.info();
+    json!({
+        "format_version": info.format_version,
+        "summary_version": SUMMARY_VERSION,
+        "pack": {
+            "file": PACK_FILE,
+            "pack_id": info.pack_id,
+            "sha256": info.pack_sha256,
+            "byte_length": info.byte_length,
+            "record_count": info.records.len(),
+        },
+        "records": record_manifest(reader, &info.records),
+    })
+}
+
+fn record_manifest(reader: &PackReader, locators: &[RecordLocator]) -> Vec<Value> {
+    reader
         .records()
         .iter()
-        .zip(&sealed.info.records)
+        .zip(locators)
         .map(|(record, locator)| {
             let summary: TensorSummary = reader.summary(record.index).expect("verified record");
             json!({
@@ -133,19 +171,7 @@ fn manifest(sealed: &SealedPack, reader: &PackReader) -> Value {
                 "summary": summary,
             })
         })
-        .collect();
-    json!({
-        "format_version": FORMAT_VERSION,
-        "summary_version": SUMMARY_VERSION,
-        "pack": {
-            "file": PACK_FILE,
-            "pack_id": sealed.info.pack_id,
-            "sha256": sealed.info.pack_sha256,
-            "byte_length": sealed.info.byte_length,
-            "record_count": sealed.info.records.len(),
-        },
-        "records": records,
-    })
+        .collect()
 }
 
 /// Type-strict JSON equality: `1` and `1.0` differ (serde_json keeps
@@ -227,4 +253,70 @@ fn golden_pack_opens_from_disk_and_decodes_every_dtype() {
         // Compare bytes, so NaN payloads compare equal to themselves.
         assert_eq!(decoded.to_le_bytes(), values.to_le_bytes(), "record {i}");
     }
+}
+
+/// The version-1 golden pack (the golden records as version 1 sealed them)
+/// opens in this build, verifies against the whole-file SHA-256 version 1
+/// recorded, reports exactly its version-1 manifest, and gives back every
+/// payload byte for byte, whole and by hydration.
+#[test]
+fn the_version_1_golden_pack_reads_byte_for_byte() {
+    let dir = golden_dir().join(V1_DIR);
+    let bytes = std::fs::read(dir.join(PACK_FILE)).expect("the version-1 pack is committed");
+    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE)).expect("its manifest");
+    let golden: Value = serde_json::from_str(&text).expect("the manifest is JSON");
+    let recorded: Sha256Digest = golden["pack"]["sha256"]
+        .as_str()
+        .expect("a digest")
+        .parse()
+        .expect("64 hex digits");
+    assert_eq!(
+        Sha256Digest::of(&bytes),
+        recorded,
+        "version 1's pack digest"
+    );
+
+    let reader = PackReader::from_bytes_expecting(bytes.clone(), recorded)
+        .expect("a version-1 pack reads and verifies");
+    assert_eq!(reader.format_version(), 1);
+    assert_eq!(reader.pack_sha256(), recorded);
+    assert_eq!(reader.bytes().as_ref(), bytes.as_slice());
+    if let Some(difference) = strict_diff("$", &golden, &manifest_v1(&reader)) {
+        panic!("version-1 golden manifest differs: {difference}");
+    }
+    let from_disk = PackReader::from_file(dir.join(PACK_FILE)).expect("opens from disk");
+    assert_eq!(from_disk.info(), reader.info());
+
+    let current = PackReader::from_bytes(golden_pack().bytes).expect("version 2");
+    assert_eq!(
+        reader.records(),
+        current.records(),
+        "same metadata and digests"
+    );
+    let mut source = InMemory(bytes::Bytes::from(bytes.clone()));
+    for (i, (_, _, values)) in golden_values().into_iter().enumerate() {
+        let payload = reader.payload(i).expect("a record");
+        assert_eq!(payload, values.to_le_bytes(), "record {i}");
+        assert_eq!(payload, current.payload(i).expect("a record"), "record {i}");
+        let hydrated = hydrate(&mut source, &reader.info().records[i]).expect("hydrates");
+        assert_eq!(hydrated, payload, "record {i}");
+    }
+
+    // Version 1's whole-file digest is what covers its header padding: a
+    // changed padding byte reads without an expected digest, and is refused
+    // with one.
+    let n = usize::try_from(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+        .expect("a small header");
+    assert_eq!(
+        bytes[8 + n - 1],
+        b' ',
+        "the version-1 golden header is padded"
+    );
+    let mut padded = bytes.clone();
+    padded[8 + n - 1] = b'\t';
+    assert!(PackReader::from_bytes(padded.clone()).is_ok());
+    assert!(matches!(
+        PackReader::from_bytes_expecting(padded, recorded),
+        Err(PackError::PackChecksumMismatch { .. })
+    ));
 }

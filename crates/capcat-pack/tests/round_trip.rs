@@ -114,3 +114,105 @@ fn zero_sized_tensors_of_every_dtype_round_trip() {
         assert_eq!(reader.locator(i).expect("in range").length, 0);
     }
 }
+
+/// A pack of more than 1 MiB of mixed dtypes, so that the data order
+/// differs from the record order: it verifies (every payload digest, the
+/// pack digest), carries the CRC-64/NVME of its whole file, and gives back
+/// every payload.
+#[test]
+fn a_large_mixed_pack_verifies_and_carries_its_crc() {
+    let (sealed, payloads) = large_pack();
+    assert_eq!(sealed.info.crc64nvme, capcat_pack::crc64nvme(&sealed.bytes));
+    let reader = PackReader::from_bytes_expecting(sealed.bytes.clone(), sealed.info.pack_sha256)
+        .expect("verifies");
+    assert_eq!(reader.info(), sealed.info);
+    for (i, bytes) in payloads.iter().enumerate() {
+        assert_eq!(
+            reader.payload(i).expect("a record"),
+            bytes.as_slice(),
+            "record {i}"
+        );
+    }
+}
+
+/// In a large pack a changed byte is caught wherever it is (descriptor,
+/// padding, first and last payload), and a pack cut short is refused.
+#[test]
+fn a_large_pack_refuses_a_changed_byte_in_every_region() {
+    use capcat_pack::PackError;
+    let (sealed, _) = large_pack();
+    let open = |bytes: Vec<u8>| PackReader::from_bytes(bytes).expect_err("must be refused");
+    let n = usize::try_from(u64::from_le_bytes(sealed.bytes[..8].try_into().expect("8")))
+        .expect("small");
+    let len = sealed.bytes.len();
+    let flipped = |at: usize| {
+        let mut bytes = sealed.bytes.to_vec();
+        // Space and tab are both JSON whitespace (the padding); any other
+        // byte changes by one bit.
+        bytes[at] = if bytes[at] == b' ' {
+            b'\t'
+        } else {
+            bytes[at] ^ 0x01
+        };
+        bytes
+    };
+    // A descriptor byte, a padding byte: the pack digest.
+    assert_eq!(sealed.bytes[8 + n - 1], b' ', "the header is padded");
+    for at in [8 + n / 2, 8 + n - 1] {
+        let error = open(flipped(at));
+        assert!(
+            matches!(error, PackError::HeaderChecksumMismatch { .. }),
+            "{at}: {error}"
+        );
+    }
+    // The first payload and the last.
+    for at in [8 + n, len - 1] {
+        let error = open(flipped(at));
+        assert!(
+            matches!(error, PackError::PayloadChecksumMismatch { .. }),
+            "{at}: {error}"
+        );
+    }
+    let error = open(sealed.bytes[..len - 1].to_vec());
+    assert!(
+        matches!(error, PackError::OffsetOutOfRange { .. }),
+        "{error}"
+    );
+    let error = open(sealed.bytes[..n].to_vec());
+    assert!(
+        matches!(error, PackError::HeaderLengthPastEnd { .. }),
+        "{error}"
+    );
+}
+
+/// 1,200 records of four kinds, 1.37 MB of payload.
+fn large_pack() -> (capcat_pack::SealedPack, Vec<Vec<u8>>) {
+    let kinds = [
+        (Dtype::BF16, vec![1, 896]),
+        (Dtype::I64, vec![48]),
+        (Dtype::BOOL, vec![7]),
+        (Dtype::F32, vec![2, 300]),
+    ];
+    let mut writer = PackWriter::new(Uuid::from_u128(3), PackLimits::default());
+    let mut payloads = Vec::new();
+    for i in 0..1_200_u64 {
+        let (dtype, shape) = &kinds[(i % 4) as usize];
+        let len = usize::try_from(dtype.byte_length(shape).expect("small")).expect("small");
+        let bytes: Vec<u8> = (0..len)
+            .map(|b| {
+                let byte = (i as usize).wrapping_mul(131).wrapping_add(b * 7) as u8;
+                if *dtype == Dtype::BOOL {
+                    byte & 1
+                } else {
+                    byte
+                }
+            })
+            .collect();
+        writer
+            .append(common::meta(i, *dtype, shape), bytes.clone())
+            .expect("valid record");
+        payloads.push(bytes);
+    }
+    assert!(writer.payload_bytes() > 1 << 20, "a large pack");
+    (writer.seal().expect("seals"), payloads)
+}

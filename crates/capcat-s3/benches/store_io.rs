@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use capcat_s3::{
     CatalogPrefix, LocalStore, PackKey, PackMetadata, PackStore, S3Config, S3Credentials, S3Store,
-    sha256,
+    crc64nvme, sha256,
 };
 use uuid::Uuid;
 
@@ -37,6 +37,7 @@ fn meta(n: u128, bytes: &[u8]) -> PackMetadata {
         format_version: 1,
         pack_id: Uuid::from_u128(0xbe9c_0000_0000_4000_8000_0000_0000_0000 | n),
         sha256: sha256(bytes),
+        crc64nvme: Some(crc64nvme(bytes)),
         record_count: 1,
     }
 }

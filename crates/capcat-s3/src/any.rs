@@ -38,12 +38,12 @@ impl PackStore for AnyStore {
         &self,
         key: &ObjectKey,
         body: Bytes,
-        sha256: [u8; 32],
+        crc64nvme: u64,
         metadata: &UserMetadata,
     ) -> Result<PutReceipt, StoreError> {
         match self {
-            Self::Local(store) => store.put(key, body, sha256, metadata).await,
-            Self::S3(store) => store.put(key, body, sha256, metadata).await,
+            Self::Local(store) => store.put(key, body, crc64nvme, metadata).await,
+            Self::S3(store) => store.put(key, body, crc64nvme, metadata).await,
         }
     }
 

@@ -5,7 +5,7 @@
 //! crate gives the storage service is
 //!
 //! - [`PackStore`], one async trait over an object store: put (with an
-//!   `x-amz-checksum-sha256` the store verifies), head, get whole or by byte
+//!   `x-amz-checksum-crc64nvme` the store verifies), head, get whole or by byte
 //!   range, paginated list by prefix, delete;
 //! - [`S3Store`], any S3-compatible endpoint through aws-sdk-s3, and
 //!   [`LocalStore`], a directory with atomic writes (the embedded default);
@@ -40,6 +40,6 @@ pub use s3::{
     ConfigError, MAX_ATTEMPTS_LIMIT, S3Config, S3Credentials, S3Retry, S3Store, S3Timeouts,
 };
 pub use store::{
-    ByteRange, ListPage, ListToken, ListedObject, ObjectHead, PackStore, PutReceipt, RangeError,
-    sha256,
+    ByteRange, ListPage, ListToken, ListedObject, ObjectChecksum, ObjectHead, PackStore,
+    PutReceipt, RangeError, crc64nvme, sha256,
 };

@@ -16,8 +16,16 @@ use crate::key::parse_canonical_uuid;
 pub const FORMAT_VERSION: &str = "capcat-format-version";
 /// The metadata name of the pack id.
 pub const PACK_ID: &str = "capcat-pack-id";
-/// The metadata name of the pack's SHA-256 (lowercase hex).
+/// The metadata name of the pack digest (lowercase hex): the pack format's
+/// own SHA-256 identity of the pack. For format version 2 it is not a hash
+/// of the object's bytes; for format version 1 it is, and an object
+/// without [`CRC64NVME`] (written before this store declared one) is
+/// checked against it.
 pub const SHA256: &str = "capcat-sha256";
+/// The metadata name of the object's CRC-64/NVME (16 lowercase hex digits).
+/// Absent from objects stored before the store declared CRC-64/NVME, which
+/// hold format-version-1 packs.
+pub const CRC64NVME: &str = "capcat-crc64nvme";
 /// The metadata name of the pack's record count.
 pub const RECORD_COUNT: &str = "capcat-record-count";
 
@@ -113,17 +121,28 @@ impl UserMetadata {
     }
 }
 
-/// What identifies a stored pack: its format version, id, SHA-256 and record
-/// count. The SHA-256 is also sent as the PUT's `x-amz-checksum-sha256`, so
-/// the store itself refuses bytes that do not match it.
+/// What identifies a stored pack: its format version, id, pack digest,
+/// whole-object CRC-64/NVME and record count. The CRC is also sent as the
+/// PUT's `x-amz-checksum-crc64nvme`, so the store itself refuses bytes that
+/// do not match it, and a whole GET is checked against it.
+///
+/// Objects stored before the store declared CRC-64/NVME carry no CRC: they
+/// hold format-version-1 packs, whose pack digest (`sha256`) is the SHA-256
+/// of the whole object, and a whole GET checks them against that.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PackMetadata {
     /// The pack format version.
     pub format_version: u32,
     /// The pack id (also the key's last segment).
     pub pack_id: Uuid,
-    /// The SHA-256 of the whole pack.
+    /// The pack digest (capcat-pack's `PackInfo::pack_sha256`), which the
+    /// reader checks the pack against.
     pub sha256: [u8; 32],
+    /// The CRC-64/NVME of the whole object (capcat-pack's
+    /// `PackInfo::crc64nvme`); `None` only for a format-version-1 pack
+    /// stored before the store declared it (its `sha256` then covers the
+    /// whole object).
+    pub crc64nvme: Option<u64>,
     /// How many records the pack holds.
     pub record_count: u64,
 }
@@ -136,14 +155,19 @@ impl PackMetadata {
         entries.insert(FORMAT_VERSION.to_owned(), self.format_version.to_string());
         entries.insert(PACK_ID.to_owned(), self.pack_id.hyphenated().to_string());
         entries.insert(SHA256.to_owned(), hex::encode(self.sha256));
+        if let Some(crc) = self.crc64nvme {
+            entries.insert(CRC64NVME.to_owned(), format!("{crc:016x}"));
+        }
         entries.insert(RECORD_COUNT.to_owned(), self.record_count.to_string());
-        // Four fixed lowercase names and decimal, hex and UUID values: well
+        // Four or five fixed lowercase names and decimal, hex and UUID values: well
         // inside every rule UserMetadata checks, so no validation is needed.
         UserMetadata(entries)
     }
 
-    /// Reads the four fields back, each in the canonical form
-    /// [`Self::to_user_metadata`] writes. Other entries are ignored.
+    /// Reads the fields back, each in the canonical form
+    /// [`Self::to_user_metadata`] writes. Other entries are ignored. The
+    /// CRC may be absent only when the format version is 1 (a pack stored
+    /// before the store declared CRC-64/NVME).
     ///
     /// # Errors
     /// [`MetadataError::Missing`] or [`MetadataError::Malformed`]: the object
@@ -166,6 +190,15 @@ impl PackMetadata {
         let text = field(SHA256)?;
         let sha256 = parse_sha256_hex(text)
             .ok_or_else(|| malformed(SHA256, text, "lowercase 64-digit hex"))?;
+        let crc64nvme = match metadata.get(CRC64NVME) {
+            Some(text) => Some(
+                parse_crc64_hex(text)
+                    .ok_or_else(|| malformed(CRC64NVME, text, "lowercase 16-digit hex"))?,
+            ),
+            // Only version 1 packs were stored before the CRC was.
+            None if format_version == 1 => None,
+            None => return Err(MetadataError::Missing { name: CRC64NVME }),
+        };
         let text = field(RECORD_COUNT)?;
         let record_count = parse_canonical_decimal::<u64>(text)
             .ok_or_else(|| malformed(RECORD_COUNT, text, "decimal u64"))?;
@@ -173,6 +206,7 @@ impl PackMetadata {
             format_version,
             pack_id,
             sha256,
+            crc64nvme,
             record_count,
         })
     }
@@ -183,6 +217,15 @@ impl PackMetadata {
 fn parse_canonical_decimal<T: std::str::FromStr + ToString>(text: &str) -> Option<T> {
     let value = text.parse::<T>().ok()?;
     (value.to_string() == text).then_some(value)
+}
+
+/// Parses 16 lowercase hex digits.
+fn parse_crc64_hex(text: &str) -> Option<u64> {
+    let canonical = text.len() == 16
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    canonical.then(|| u64::from_str_radix(text, 16).ok())?
 }
 
 /// Parses 64 lowercase hex digits.
@@ -201,9 +244,10 @@ mod tests {
 
     fn sample() -> PackMetadata {
         PackMetadata {
-            format_version: 1,
+            format_version: 2,
             pack_id: Uuid::from_u128(7),
             sha256: [0xab; 32],
+            crc64nvme: Some(0x00ab_cdef_0123_4567),
             record_count: 4096,
         }
     }
@@ -216,6 +260,27 @@ mod tests {
         assert_eq!(PackMetadata::from_user_metadata(&user), Ok(meta));
     }
 
+    /// Objects stored before the store declared CRC-64/NVME carry version-1
+    /// packs and no CRC: still packs. A newer version without the CRC is
+    /// not one this store wrote.
+    #[test]
+    fn only_a_version_1_pack_may_lack_the_crc() {
+        let older = PackMetadata {
+            format_version: 1,
+            crc64nvme: None,
+            ..sample()
+        };
+        let user = older.to_user_metadata();
+        assert_eq!(user.get(CRC64NVME), None);
+        assert_eq!(PackMetadata::from_user_metadata(&user), Ok(older));
+        let mut entries = sample().to_user_metadata().entries().clone();
+        entries.remove(CRC64NVME);
+        assert_eq!(
+            PackMetadata::from_user_metadata(&UserMetadata(entries)),
+            Err(MetadataError::Missing { name: CRC64NVME })
+        );
+    }
+
     #[test]
     fn non_canonical_fields_are_refused() {
         for (name, value) in [
@@ -225,6 +290,9 @@ mod tests {
             (PACK_ID, "00000000000000000000000000000007"),
             (SHA256, &"AB".repeat(32)),
             (SHA256, &"ab".repeat(31)),
+            (CRC64NVME, "00ABCDEF01234567"),
+            (CRC64NVME, "abcdef01234567"),
+            (CRC64NVME, "+bcdef0123456789"),
             (RECORD_COUNT, "-1"),
             (RECORD_COUNT, "4096 "),
         ] {

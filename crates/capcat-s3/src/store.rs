@@ -89,8 +89,45 @@ pub struct ObjectHead {
     pub size: u64,
     /// The user metadata stored with it (empty for objects written without).
     pub metadata: UserMetadata,
-    /// The SHA-256 the store verified the object against, when it reports one.
-    pub checksum_sha256: Option<[u8; 32]>,
+    /// The whole-object checksum the store verified the object against,
+    /// when it reports one.
+    pub checksum: Option<ObjectChecksum>,
+}
+
+/// A whole-object checksum a store holds for an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ObjectChecksum {
+    /// CRC-64/NVME (`x-amz-checksum-crc64nvme`), what every PUT declares.
+    Crc64Nvme(u64),
+    /// SHA-256 (`x-amz-checksum-sha256`), what PUTs declared before the pack
+    /// format's version 2; such objects are still verified by it on read.
+    Sha256([u8; 32]),
+}
+
+impl ObjectChecksum {
+    /// Checks `bytes` against this checksum; on a mismatch, returns a
+    /// sentence naming both values.
+    pub(crate) fn verify(&self, bytes: &[u8]) -> Result<(), String> {
+        match self {
+            Self::Crc64Nvme(expected) => {
+                let actual = crc64nvme(bytes);
+                (actual == *expected).then_some(()).ok_or_else(|| {
+                    format!("crc64nvme {expected:016x} but the bytes give {actual:016x}")
+                })
+            }
+            Self::Sha256(expected) => {
+                let actual = sha256(bytes);
+                (actual == *expected).then_some(()).ok_or_else(|| {
+                    format!(
+                        "sha256 {} but the bytes hash to {}",
+                        hex::encode(expected),
+                        hex::encode(actual)
+                    )
+                })
+            }
+        }
+    }
 }
 
 impl ObjectHead {
@@ -137,8 +174,9 @@ pub struct ListPage {
 /// new one, never a mix. Nothing here is conditional: packs are named by
 /// UUID and never rewritten with other content.
 pub trait PackStore: Send + Sync {
-    /// Stores `body` under `key` with `metadata`, declaring its SHA-256. The
-    /// store verifies the body against `sha256` and refuses it with
+    /// Stores `body` under `key` with `metadata`, declaring its CRC-64/NVME
+    /// (the S3 full-object checksum `x-amz-checksum-crc64nvme`). The store
+    /// verifies the body against `crc64nvme` and refuses it with
     /// [`StoreError::ChecksumMismatch`] when they differ. A refused PUT never
     /// leaves an object that reads back as a valid pack (s3s-fs 0.14.1 may
     /// leave the refused bytes under the key without their metadata, which
@@ -147,14 +185,14 @@ pub trait PackStore: Send + Sync {
         &self,
         key: &ObjectKey,
         body: Bytes,
-        sha256: [u8; 32],
+        crc64nvme: u64,
         metadata: &UserMetadata,
     ) -> impl Future<Output = Result<PutReceipt, StoreError>> + Send;
 
     /// Reads the size and the metadata of `key`.
     fn head(&self, key: &ObjectKey) -> impl Future<Output = Result<ObjectHead, StoreError>> + Send;
 
-    /// Reads the whole object, verified against the SHA-256 the store holds
+    /// Reads the whole object, verified against the checksum the store holds
     /// for it when it holds one.
     fn get(&self, key: &ObjectKey) -> impl Future<Output = Result<Bytes, StoreError>> + Send;
 
@@ -181,8 +219,11 @@ pub trait PackStore: Send + Sync {
     fn delete(&self, key: &ObjectKey) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Uploads a pack under `v1/<prefix>/<pack_id>.pack` with its metadata,
-    /// declaring `metadata.sha256` as the checksum, so bytes that changed
-    /// since the pack was sealed are refused by the store.
+    /// declaring `metadata.crc64nvme` as the checksum, so bytes that changed
+    /// since the pack was sealed are refused by the store. Metadata without
+    /// a CRC (a version-1 pack's, as stored before) declares the CRC of
+    /// `pack` itself and stores none, so the object keeps being checked
+    /// against its SHA-256 metadata.
     fn put_pack(
         &self,
         prefix: &CatalogPrefix,
@@ -191,8 +232,8 @@ pub trait PackStore: Send + Sync {
     ) -> impl Future<Output = Result<PutReceipt, StoreError>> + Send {
         let key = PackKey::new(prefix.clone(), metadata.pack_id).object_key();
         let user_metadata = metadata.to_user_metadata();
-        let sha256 = metadata.sha256;
-        async move { self.put(&key, pack, sha256, &user_metadata).await }
+        let crc = metadata.crc64nvme.unwrap_or_else(|| crc64nvme(&pack));
+        async move { self.put(&key, pack, crc, &user_metadata).await }
     }
 }
 
@@ -200,6 +241,14 @@ pub trait PackStore: Send + Sync {
 #[must_use]
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
+}
+
+/// The CRC-64/NVME of `bytes`: polynomial 0xad93d23594c93659, reflected,
+/// initial value and final XOR all ones (the algorithm of
+/// `x-amz-checksum-crc64nvme`).
+#[must_use]
+pub fn crc64nvme(bytes: &[u8]) -> u64 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Nvme, bytes)
 }
 
 /// Clamps a page size to what S3 accepts (1 to 1000).

@@ -2,7 +2,9 @@
 //! directory looks like after writes, and files it did not write.
 
 use bytes::Bytes;
-use capcat_s3::{ErrorClass, LocalStore, ObjectKey, PackStore, UserMetadata, sha256};
+use capcat_s3::{
+    ErrorClass, LocalStore, ObjectChecksum, ObjectKey, PackStore, UserMetadata, crc64nvme, sha256,
+};
 
 fn key(text: &str) -> ObjectKey {
     ObjectKey::new(text).expect("valid key")
@@ -13,7 +15,7 @@ async fn put(store: &LocalStore, k: &ObjectKey, body: &'static [u8]) {
         .put(
             k,
             Bytes::from_static(body),
-            sha256(body),
+            crc64nvme(body),
             &UserMetadata::default(),
         )
         .await
@@ -45,7 +47,7 @@ async fn writes_leave_no_temporary_files() {
             .put(
                 &k,
                 body.clone().into(),
-                sha256(&body),
+                crc64nvme(&body),
                 &UserMetadata::default(),
             )
             .await
@@ -55,7 +57,7 @@ async fn writes_leave_no_temporary_files() {
         .put(
             &key("v1/c/bad.pack"),
             Bytes::from_static(b"x"),
-            [0; 32],
+            0,
             &UserMetadata::default(),
         )
         .await
@@ -87,11 +89,7 @@ async fn a_file_written_by_something_else_reads_as_a_raw_object() {
     let k = key("v1/c/readme.txt");
     let head = store.head(&k).await.expect("head");
     assert_eq!(
-        (
-            head.size,
-            head.metadata.entries().len(),
-            head.checksum_sha256
-        ),
+        (head.size, head.metadata.entries().len(), head.checksum),
         (5, 0, None)
     );
     assert_eq!(
@@ -111,7 +109,7 @@ async fn a_key_through_a_file_is_an_error_not_a_panic() {
         .put(
             &key("v1/c/x.pack"),
             Bytes::from_static(b"x"),
-            sha256(b"x"),
+            crc64nvme(b"x"),
             &UserMetadata::default(),
         )
         .await
@@ -143,7 +141,7 @@ async fn concurrent_writers_of_one_key_never_tear_it() {
                 .put(
                     &k,
                     body.clone().into(),
-                    sha256(&body),
+                    crc64nvme(&body),
                     &UserMetadata::default(),
                 )
                 .await
@@ -158,4 +156,33 @@ async fn concurrent_writers_of_one_key_never_tear_it() {
         bodies.iter().any(|b| b[..] == read[..]),
         "the object is one writer's whole body"
     );
+}
+
+#[tokio::test]
+async fn an_object_written_with_a_sha256_is_still_verified_by_it() {
+    // The envelope the store wrote before it declared CRC-64/NVME.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = LocalStore::open(dir.path()).expect("open");
+    let body = b"an older pack";
+    let envelope = |digest: [u8; 32]| {
+        let text = format!("sha256 {}\n", hex_lower(&digest));
+        let mut file = b"CAPCAT-OBJECT-1\n".to_vec();
+        file.extend((text.len() as u32).to_le_bytes());
+        file.extend(text.as_bytes());
+        file.extend(body);
+        file
+    };
+    std::fs::create_dir_all(dir.path().join("v1/c")).expect("mkdir");
+    std::fs::write(dir.path().join("v1/c/old.bin"), envelope(sha256(body))).expect("write");
+    let k = key("v1/c/old.bin");
+    let head = store.head(&k).await.expect("head");
+    assert_eq!(head.checksum, Some(ObjectChecksum::Sha256(sha256(body))));
+    assert_eq!(store.get(&k).await.expect("get"), Bytes::from_static(body));
+    std::fs::write(dir.path().join("v1/c/old.bin"), envelope(sha256(b"other"))).expect("write");
+    let error = store.get(&k).await.expect_err("a wrong sha256 is refused");
+    assert_eq!(error.class(), ErrorClass::ChecksumMismatch, "{error}");
+}
+
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -171,6 +171,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             format_version: pack.format_version(),
             pack_id,
             sha256: pack.pack_sha256().0,
+            crc64nvme: Some(pack.crc64nvme()),
             record_count: pack.len() as u64,
         };
         let body = pack.bytes().clone();
@@ -187,14 +188,21 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
                 pack_id,
                 detail: format!("HEAD metadata unreadable: {e}"),
             })?;
-        if head.size != size || stored.sha256 != metadata.sha256 || stored.pack_id != pack_id {
+        if head.size != size
+            || stored.sha256 != metadata.sha256
+            || stored.crc64nvme != metadata.crc64nvme
+            || stored.pack_id != pack_id
+        {
             return Err(CycleError::UploadNotVerified {
                 pack_id,
                 detail: format!(
-                    "HEAD says {} bytes, sha256 {}; sealed {size} bytes, sha256 {}",
+                    "HEAD says {} bytes, pack digest {}, crc64nvme {:016x?}; sealed {size} bytes, \
+                     pack digest {}, crc64nvme {:016x?}",
                     head.size,
                     hex::encode(stored.sha256),
-                    hex::encode(metadata.sha256)
+                    stored.crc64nvme,
+                    hex::encode(metadata.sha256),
+                    metadata.crc64nvme
                 ),
             });
         }

@@ -4,10 +4,16 @@ every tensor with the golden manifest.
 
 Usage: check_golden.py [GOLDEN_DIR]   (default: the directory of this script)
 
-It checks, independently of the Rust code:
-- the whole-file SHA-256 and length against the manifest;
-- the header by hand (8-byte little-endian length, JSON), the descriptor
-  envelope and the descriptor digest, as docs/pack-format.md specifies;
+It checks two packs: GOLDEN_DIR itself (the current format, version 2) and
+GOLDEN_DIR/v1 (a version-1 pack as version 1 wrote it, which readers must
+keep reading). For each, independently of the Rust code:
+- the file length against the manifest, and for version 2 its CRC-64/NVME
+  (computed here bit by bit);
+- the header by hand (8-byte little-endian length, JSON) and the digests
+  that cover it, as docs/pack-format.md specifies: for version 2 the pack
+  digest (SHA-256 of the header with its own 64 digits read as '0') at its
+  fixed offset; for version 1 the whole-file SHA-256 and the envelope's
+  descriptor digest;
 - for every record: safe_open(...).get_tensor(key) gives the manifest's dtype
   and shape, its bytes are the file's bytes at the manifest's offset/length
   and hash to the manifest's sha256, and the summary recomputed here equals
@@ -36,6 +42,21 @@ NUMPY_DTYPES = {
 FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
 
 failures = []
+
+# The exact bytes a pack header begins with; the pack digest follows them.
+HEADER_PREFIX = b'{"__metadata__":{"capcat_pack_sha256":"'
+
+
+def crc64nvme(data):
+    """CRC-64/NVME as docs/pack-format.md defines it: reflected polynomial
+    0x9a6c9329ac4bc9b5 (0xad93d23594c93659 reversed), initial value and final
+    XOR all ones. Bitwise, so it shares no table or code with the Rust side."""
+    crc = 0xFFFFFFFFFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x9A6C9329AC4BC9B5 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFFFFFFFFFF
 
 
 def fail(where, message):
@@ -124,28 +145,75 @@ def summarise(dtype, array):
     return summary
 
 
-def main():
-    golden = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
+def check_header_v2(manifest, data, head, header):
+    """Version 2: the pack digest at its fixed offset covers the header;
+    returns the descriptor."""
+    if f"{crc64nvme(data):016x}" != manifest["pack"]["crc64nvme"]:
+        fail("pack", "whole-file CRC-64/NVME differs from the manifest")
+    # The pack digest: at its fixed offset, over the header with its own
+    # digits read as '0'.
+    slot = 8 + len(HEADER_PREFIX)
+    if not head[8:].startswith(HEADER_PREFIX):
+        fail("header", "does not begin with the pack digest key")
+    stored = head[slot:slot + 64].decode("ascii")
+    recomputed = hashlib.sha256(head[:slot] + b"0" * 64 + head[slot + 64:]).hexdigest()
+    if stored != header["__metadata__"]["capcat_pack_sha256"]:
+        fail("header", "the digest at the fixed offset is not the parsed capcat_pack_sha256")
+    if recomputed != stored:
+        fail("header", "the header does not hash to the pack digest it carries")
+    if recomputed != manifest["pack"]["sha256"]:
+        fail("pack", "the pack digest differs from the manifest")
+    if set(header["__metadata__"]) != {"capcat", "capcat_pack_sha256"}:
+        fail("header", f"metadata keys {sorted(header['__metadata__'])}")
+    return json.loads(header["__metadata__"]["capcat"])
+
+
+def check_header_v1(manifest, data, header):
+    """Version 1: the whole file's SHA-256 is the pack digest (kept outside
+    the pack), and the envelope's digest covers the descriptor text;
+    returns the descriptor."""
+    if hashlib.sha256(data).hexdigest() != manifest["pack"]["sha256"]:
+        fail("pack", "whole-file SHA-256 differs from the manifest")
+    if set(header["__metadata__"]) != {"capcat"}:
+        fail("header", f"metadata keys {sorted(header['__metadata__'])}")
+    envelope = json.loads(header["__metadata__"]["capcat"])
+    if set(envelope) != {"format_version", "descriptor_sha256", "descriptor"}:
+        fail("envelope", f"fields {sorted(envelope)}")
+    if envelope["format_version"] != 1:
+        fail("envelope", f"format_version {envelope['format_version']}")
+    descriptor_text = envelope["descriptor"]
+    if hashlib.sha256(descriptor_text.encode("utf-8")).hexdigest() != envelope["descriptor_sha256"]:
+        fail("envelope", "descriptor_sha256 does not match the descriptor")
+    return json.loads(descriptor_text)
+
+
+def check_pack(golden):
+    """Checks the pack in `golden` against its manifest; returns the
+    manifest."""
     manifest = json.loads((golden / "manifest.json").read_text())
     pack_path = golden / manifest["pack"]["file"]
     data = pack_path.read_bytes()
 
-    if hashlib.sha256(data).hexdigest() != manifest["pack"]["sha256"]:
-        fail("pack", "whole-file SHA-256 differs from the manifest")
     if len(data) != manifest["pack"]["byte_length"]:
         fail("pack", f"{len(data)} bytes, manifest says {manifest['pack']['byte_length']}")
 
     # The header, read by hand as docs/pack-format.md describes it.
     (header_len,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_len])
     data_start = 8 + header_len
-    envelope = json.loads(header["__metadata__"]["capcat"])
-    if envelope["format_version"] != manifest["format_version"]:
-        fail("envelope", f"format_version {envelope['format_version']}")
-    descriptor_text = envelope["descriptor"]
-    if hashlib.sha256(descriptor_text.encode("utf-8")).hexdigest() != envelope["descriptor_sha256"]:
-        fail("envelope", "descriptor_sha256 does not match the descriptor")
-    descriptor = json.loads(descriptor_text)
+    head = data[:data_start]
+    header = json.loads(data[8:data_start])
+    if header_len % 8 != 0 or not data[8:data_start].rstrip(b" ").endswith(b"}"):
+        fail("header", "not a JSON object padded with spaces to a multiple of 8")
+    version = manifest["format_version"]
+    if version == 2:
+        descriptor = check_header_v2(manifest, data, head, header)
+    elif version == 1:
+        descriptor = check_header_v1(manifest, data, header)
+    else:
+        fail("manifest", f"format_version {version} is not one this script reads")
+        return manifest
+    if descriptor["format_version"] != version:
+        fail("descriptor", f"format_version {descriptor['format_version']}")
     if descriptor["pack_id"] != manifest["pack"]["pack_id"]:
         fail("descriptor", "pack_id differs from the manifest")
     if len(descriptor["records"]) != manifest["pack"]["record_count"]:
@@ -196,13 +264,28 @@ def main():
             if summary.keys() != expected["summary"].keys():
                 fail(where, f"summary fields {sorted(summary)} != {sorted(expected['summary'])}")
 
+    return manifest
+
+
+def main():
+    golden = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
+    if crc64nvme(b"123456789") != 0xAE8B14860A799888:
+        fail("crc64nvme", "this script's CRC-64/NVME misses the catalogued check value")
+    checked = []
+    for directory in (golden, golden / "v1"):
+        before = len(failures)
+        manifest = check_pack(directory)
+        for i in range(before, len(failures)):
+            failures[i] = f"{directory.name}/{manifest['pack']['file']}: {failures[i]}"
+        checked.append(f"version {manifest['format_version']}: {len(manifest['records'])} "
+                       f"records (pack {manifest['pack']['sha256'][:16]}...)")
+
     for line in failures:
         print(f"check_golden: {line}", file=sys.stderr)
     if failures:
         print(f"check_golden: {len(failures)} mismatch(es)", file=sys.stderr)
         return 1
-    print(f"check_golden: {len(manifest['records'])} records match the manifest "
-          f"(pack {manifest['pack']['sha256'][:16]}...)")
+    print(f"check_golden: every record matches its manifest; {'; '.join(checked)}")
     return 0
 
 

@@ -1,14 +1,17 @@
 //! The on-disk form of a local object: a small header (magic, length, the
-//! body's SHA-256 and the user metadata) followed by the body, in one file so
-//! that one rename publishes both at once.
+//! body's checksum and the user metadata) followed by the body, in one file
+//! so that one rename publishes both at once.
 //!
 //! ```text
 //! CAPCAT-OBJECT-1\n            16 bytes of magic
 //! <u32 little-endian>          length of the header text
-//! sha256 <64 hex digits>\n     the body's SHA-256
+//! crc64nvme <16 hex digits>\n  the body's CRC-64/NVME
 //! meta <name> <value>\n        one line per metadata entry, in name order
 //! <body>
 //! ```
+//!
+//! Objects written before the store declared CRC-64/NVME carry a
+//! `sha256 <64 hex digits>` line instead; they are read and verified by it.
 //!
 //! A file without the magic (put there by something else) reads as a raw
 //! object with no metadata, as a foreign object would in S3.
@@ -16,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::metadata::UserMetadata;
+use crate::store::ObjectChecksum;
 
 /// The first bytes of every object this store writes.
 pub(crate) const MAGIC: &[u8; 16] = b"CAPCAT-OBJECT-1\n";
@@ -30,8 +34,8 @@ pub(crate) const PREAMBLE_BYTES: usize = MAGIC.len() + 4;
 /// What the header of a local object says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
-    /// The body's SHA-256; `None` for a raw (foreign) file.
-    pub(crate) sha256: Option<[u8; 32]>,
+    /// The body's checksum; `None` for a raw (foreign) file.
+    pub(crate) checksum: Option<ObjectChecksum>,
     /// The user metadata (empty for a raw file).
     pub(crate) metadata: UserMetadata,
     /// Where the body starts in the file.
@@ -39,8 +43,8 @@ pub(crate) struct Header {
 }
 
 /// Encodes the preamble and header of an object.
-pub(crate) fn encode(sha256: &[u8; 32], metadata: &UserMetadata) -> Vec<u8> {
-    let mut text = format!("sha256 {}\n", hex::encode(sha256));
+pub(crate) fn encode(crc64nvme: u64, metadata: &UserMetadata) -> Vec<u8> {
+    let mut text = format!("crc64nvme {crc64nvme:016x}\n");
     for (name, value) in metadata.entries() {
         text.push_str("meta ");
         text.push_str(name);
@@ -88,13 +92,17 @@ pub(crate) fn read_preamble(first: &[u8]) -> Result<Preamble, String> {
 pub(crate) fn parse_header(text: &[u8]) -> Result<Header, String> {
     let corrupt = |why: &str| format!("corrupt local object header: {why}");
     let text = std::str::from_utf8(text).map_err(|_| corrupt("not UTF-8"))?;
-    let mut sha256 = None;
+    let mut checksum = None;
     let mut entries = BTreeMap::new();
     for line in text.split_terminator('\n') {
-        if let Some(digest) = line.strip_prefix("sha256 ") {
+        if let Some(crc) = line.strip_prefix("crc64nvme ") {
+            let mut bytes = [0_u8; 8];
+            hex::decode_to_slice(crc, &mut bytes).map_err(|_| corrupt("bad crc64nvme line"))?;
+            checksum = Some(ObjectChecksum::Crc64Nvme(u64::from_be_bytes(bytes)));
+        } else if let Some(digest) = line.strip_prefix("sha256 ") {
             let mut bytes = [0_u8; 32];
             hex::decode_to_slice(digest, &mut bytes).map_err(|_| corrupt("bad sha256 line"))?;
-            sha256 = Some(bytes);
+            checksum = Some(ObjectChecksum::Sha256(bytes));
         } else if let Some(entry) = line.strip_prefix("meta ") {
             let (name, value) = entry
                 .split_once(' ')
@@ -104,11 +112,11 @@ pub(crate) fn parse_header(text: &[u8]) -> Result<Header, String> {
             return Err(corrupt(&format!("unknown line {line:?}")));
         }
     }
-    let sha256 = sha256.ok_or_else(|| corrupt("no sha256 line"))?;
+    let checksum = checksum.ok_or_else(|| corrupt("no checksum line"))?;
     let metadata = UserMetadata::new(entries).map_err(|e| corrupt(&e.to_string()))?;
     let body_offset = (PREAMBLE_BYTES + text.len()) as u64;
     Ok(Header {
-        sha256: Some(sha256),
+        checksum: Some(checksum),
         metadata,
         body_offset,
     })
@@ -125,13 +133,20 @@ mod tests {
             ("b-2".to_owned(), String::new()),
         ]))
         .expect("valid metadata");
-        let encoded = encode(&[7; 32], &metadata);
+        let encoded = encode(0x0123_4567_89ab_cdef, &metadata);
         let Ok(Preamble::Header { text_len }) = read_preamble(&encoded) else {
             panic!("not a header preamble");
         };
         assert_eq!(PREAMBLE_BYTES + text_len as usize, encoded.len());
         let header = parse_header(&encoded[PREAMBLE_BYTES..]).expect("parses");
-        assert_eq!(header.sha256, Some([7; 32]));
+        assert_eq!(
+            header.checksum,
+            Some(ObjectChecksum::Crc64Nvme(0x0123_4567_89ab_cdef))
+        );
+        // The line objects written before CRC-64/NVME carry.
+        let legacy = parse_header(format!("sha256 {}\n", "07".repeat(32)).as_bytes())
+            .expect("a legacy header parses");
+        assert_eq!(legacy.checksum, Some(ObjectChecksum::Sha256([7; 32])));
         assert_eq!(header.metadata, metadata);
         assert_eq!(header.body_offset, encoded.len() as u64);
     }
@@ -151,6 +166,7 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(read_preamble(&huge).is_err());
         assert!(parse_header(b"sha256 zz\n").is_err());
+        assert!(parse_header(b"crc64nvme 0123\n").is_err());
         assert!(parse_header(b"meta nospace\nsha256 00\n").is_err());
         assert!(parse_header(b"").is_err());
         assert!(parse_header(b"\xff").is_err());

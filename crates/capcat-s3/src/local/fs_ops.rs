@@ -12,7 +12,7 @@ use crate::error::{ErrorClass, Operation, StoreError};
 use crate::key::{ObjectKey, RESERVED_SEGMENT_PREFIX};
 use crate::metadata::UserMetadata;
 use crate::store::{
-    ByteRange, ListPage, ListToken, ListedObject, ObjectHead, clamp_page_size, sha256,
+    ByteRange, ListPage, ListToken, ListedObject, ObjectHead, clamp_page_size, crc64nvme,
 };
 
 /// The most directory entries one listing walks. A store this large should
@@ -70,21 +70,17 @@ pub(super) fn put(
     root: &Path,
     key: &ObjectKey,
     body: &Bytes,
-    declared: &[u8; 32],
+    declared: u64,
     metadata: &UserMetadata,
 ) -> Result<(), StoreError> {
     let op = Operation::Put;
-    let actual = sha256(body);
-    if &actual != declared {
+    let actual = crc64nvme(body);
+    if actual != declared {
         return Err(StoreError::new(
             ErrorClass::ChecksumMismatch,
             op,
             key.as_str(),
-            format!(
-                "declared sha256 {} but the body hashes to {}",
-                hex::encode(declared),
-                hex::encode(actual)
-            ),
+            format!("declared crc64nvme {declared:016x} but the body gives {actual:016x}"),
         ));
     }
     let path = object_path(root, key);
@@ -154,7 +150,7 @@ fn open_object(
             file.seek(SeekFrom::Start(0))
                 .map_err(|e| io_error(op, k, "cannot seek", &e))?;
             Header {
-                sha256: None,
+                checksum: None,
                 metadata: UserMetadata::default(),
                 body_offset: 0,
             }
@@ -182,7 +178,7 @@ pub(super) fn head(root: &Path, key: &ObjectKey) -> Result<ObjectHead, StoreErro
     Ok(ObjectHead {
         size,
         metadata: header.metadata,
-        checksum_sha256: header.sha256,
+        checksum: header.checksum,
     })
 }
 
@@ -200,20 +196,15 @@ pub(super) fn get(root: &Path, key: &ObjectKey) -> Result<Bytes, StoreError> {
     let mut body = Vec::with_capacity(capacity);
     file.read_to_end(&mut body)
         .map_err(|e| io_error(op, key.as_str(), "cannot read", &e))?;
-    if let Some(expected) = header.sha256 {
-        let actual = sha256(&body);
-        if actual != expected {
-            return Err(StoreError::new(
+    if let Some(checksum) = header.checksum {
+        checksum.verify(&body).map_err(|detail| {
+            StoreError::new(
                 ErrorClass::ChecksumMismatch,
                 op,
                 key.as_str(),
-                format!(
-                    "stored sha256 {} but the bytes hash to {}",
-                    hex::encode(expected),
-                    hex::encode(actual)
-                ),
-            ));
-        }
+                format!("stored {detail}"),
+            )
+        })?;
     }
     Ok(Bytes::from(body))
 }

@@ -78,13 +78,13 @@ impl PackStore for LocalStore {
         &self,
         key: &ObjectKey,
         body: Bytes,
-        sha256: [u8; 32],
+        crc64nvme: u64,
         metadata: &UserMetadata,
     ) -> Result<PutReceipt, StoreError> {
         let owned_key = key.clone();
         let metadata = metadata.clone();
         self.blocking(Operation::Put, key.as_str(), move |root| {
-            fs_ops::put(root, &owned_key, &body, &sha256, &metadata)
+            fs_ops::put(root, &owned_key, &body, crc64nvme, &metadata)
         })
         .await?;
         tracing::debug!(key = %key, "local store: put");

@@ -22,8 +22,8 @@ use crate::error::{ErrorClass, Operation, StoreError};
 use crate::key::ObjectKey;
 use crate::metadata::{self, UserMetadata};
 use crate::store::{
-    ByteRange, ListPage, ListToken, ListedObject, ObjectHead, PackStore, PutReceipt,
-    clamp_page_size, sha256,
+    ByteRange, ListPage, ListToken, ListedObject, ObjectChecksum, ObjectHead, PackStore,
+    PutReceipt, clamp_page_size,
 };
 
 /// An S3-compatible store: one bucket, reached through aws-sdk-s3 with
@@ -169,9 +169,38 @@ fn user_metadata(op: Operation, key: &str, raw: Option<&HashMap<String, String>>
     })
 }
 
-fn decode_checksum(base64_text: Option<&str>) -> Option<[u8; 32]> {
+/// The checksum a HEAD reports: CRC-64/NVME when present (what every PUT
+/// declares), else the SHA-256 of an object written before.
+fn decode_checksum(crc64nvme: Option<&str>, sha256: Option<&str>) -> Option<ObjectChecksum> {
     use aws_smithy_types::base64::decode;
-    decode(base64_text?).ok()?.try_into().ok()
+    let crc = crc64nvme
+        .and_then(|text| decode(text).ok()?.try_into().ok())
+        .map(|bytes: [u8; 8]| ObjectChecksum::Crc64Nvme(u64::from_be_bytes(bytes)));
+    crc.or_else(|| {
+        sha256
+            .and_then(|text| decode(text).ok()?.try_into().ok())
+            .map(ObjectChecksum::Sha256)
+    })
+}
+
+/// The whole-object checksum a pack's metadata names: `capcat-crc64nvme`,
+/// or for a pack written before it existed, `capcat-sha256` (which was then
+/// the SHA-256 of the whole object). A value that is not hex is an error:
+/// the object cannot be checked, so it is not returned.
+fn metadata_checksum(metadata: &UserMetadata) -> Result<Option<ObjectChecksum>, String> {
+    if let Some(text) = metadata.get(metadata::CRC64NVME) {
+        let mut bytes = [0_u8; 8];
+        hex::decode_to_slice(text, &mut bytes)
+            .map_err(|_| format!("metadata crc64nvme {text:?} is not 16 hex digits"))?;
+        return Ok(Some(ObjectChecksum::Crc64Nvme(u64::from_be_bytes(bytes))));
+    }
+    let Some(text) = metadata.get(metadata::SHA256) else {
+        return Ok(None);
+    };
+    let mut bytes = [0_u8; 32];
+    hex::decode_to_slice(text, &mut bytes)
+        .map_err(|_| format!("metadata sha256 {text:?} is not 64 hex digits"))?;
+    Ok(Some(ObjectChecksum::Sha256(bytes)))
 }
 
 impl PackStore for S3Store {
@@ -179,7 +208,7 @@ impl PackStore for S3Store {
         &self,
         key: &ObjectKey,
         body: Bytes,
-        sha256: [u8; 32],
+        crc64nvme: u64,
         metadata: &UserMetadata,
     ) -> Result<PutReceipt, StoreError> {
         let metadata: HashMap<String, String> = metadata
@@ -195,7 +224,7 @@ impl PackStore for S3Store {
             .content_length(i64::try_from(body.len()).unwrap_or(i64::MAX))
             .body(ByteStream::from(body))
             // The store verifies the body against this and refuses a mismatch.
-            .checksum_sha256(aws_smithy_types::base64::encode(sha256))
+            .checksum_crc64_nvme(aws_smithy_types::base64::encode(crc64nvme.to_be_bytes()))
             .set_metadata(Some(metadata))
             .send()
             .await
@@ -223,7 +252,7 @@ impl PackStore for S3Store {
                 .and_then(|n| u64::try_from(n).ok())
                 .unwrap_or(0),
             metadata: user_metadata(op, key.as_str(), output.metadata()),
-            checksum_sha256: decode_checksum(output.checksum_sha256()),
+            checksum: decode_checksum(output.checksum_crc64_nvme(), output.checksum_sha256()),
         })
     }
 
@@ -239,19 +268,17 @@ impl PackStore for S3Store {
             .map_err(|e| classify(op, key.as_str(), &e))?;
         let metadata = user_metadata(op, key.as_str(), output.metadata());
         let bytes = collect_body(op, key.as_str(), output.body).await?;
-        // A pack carries its own SHA-256: check the bytes against it, so a
-        // corrupted object is a ChecksumMismatch here and never reaches the
-        // pack decoder. Objects without it (foreign) are returned as they are.
-        if let Some(expected) = metadata.get(metadata::SHA256) {
-            let actual = hex::encode(sha256(&bytes));
-            if actual != expected {
-                return Err(StoreError::new(
-                    ErrorClass::ChecksumMismatch,
-                    op,
-                    key.as_str(),
-                    format!("metadata sha256 {expected} but the bytes hash to {actual}"),
-                ));
-            }
+        // A pack's metadata carries the object's checksum: check the bytes
+        // against it, so a corrupted object is a ChecksumMismatch here and
+        // never reaches the pack decoder. Objects without it (foreign) are
+        // returned as they are.
+        let mismatch = |detail: String| {
+            StoreError::new(ErrorClass::ChecksumMismatch, op, key.as_str(), detail)
+        };
+        if let Some(checksum) = metadata_checksum(&metadata).map_err(mismatch)? {
+            checksum
+                .verify(&bytes)
+                .map_err(|detail| mismatch(format!("metadata {detail}")))?;
         }
         Ok(bytes)
     }
@@ -343,5 +370,57 @@ async fn collect_body(op: Operation, key: &str, body: ByteStream) -> Result<Byte
                 aws_sdk_s3::error::DisplayErrorContext(&error)
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn user(entries: &[(&str, &str)]) -> UserMetadata {
+        UserMetadata::new(
+            entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<BTreeMap<_, _>>(),
+        )
+        .expect("valid metadata")
+    }
+
+    #[test]
+    fn the_crc_names_the_checksum_and_an_older_pack_its_sha256() {
+        let both = user(&[
+            (metadata::CRC64NVME, "00000000000000ff"),
+            (metadata::SHA256, &"ab".repeat(32)),
+        ]);
+        assert_eq!(
+            metadata_checksum(&both),
+            Ok(Some(ObjectChecksum::Crc64Nvme(0xff)))
+        );
+        let older = user(&[(metadata::SHA256, &"ab".repeat(32))]);
+        assert_eq!(
+            metadata_checksum(&older),
+            Ok(Some(ObjectChecksum::Sha256([0xab; 32])))
+        );
+        assert_eq!(metadata_checksum(&user(&[])), Ok(None));
+        assert!(metadata_checksum(&user(&[(metadata::CRC64NVME, "zz")])).is_err());
+    }
+
+    #[test]
+    fn head_checksums_decode_big_endian() {
+        use aws_smithy_types::base64::encode;
+        let crc = encode(0x0102_0304_0506_0708_u64.to_be_bytes());
+        let sha = encode([7_u8; 32]);
+        assert_eq!(
+            decode_checksum(Some(&crc), Some(&sha)),
+            Some(ObjectChecksum::Crc64Nvme(0x0102_0304_0506_0708))
+        );
+        assert_eq!(
+            decode_checksum(None, Some(&sha)),
+            Some(ObjectChecksum::Sha256([7; 32]))
+        );
+        assert_eq!(decode_checksum(None, None), None);
     }
 }

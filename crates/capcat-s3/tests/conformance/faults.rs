@@ -9,7 +9,7 @@ use bytes::Bytes;
 use capcat_s3::reconcile::{self, ListLimits, ListedPack};
 use capcat_s3::{
     CatalogPrefix, ErrorClass, PackKey, PackStore, S3Config, S3Credentials, S3Retry, S3Store,
-    S3Timeouts, UserMetadata, sha256,
+    S3Timeouts, UserMetadata, crc64nvme,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
@@ -278,7 +278,7 @@ async fn refused_connection_is_transient() {
         .put(
             &key,
             Bytes::from_static(b"x"),
-            sha256(b"x"),
+            crc64nvme(b"x"),
             &UserMetadata::default(),
         )
         .await

@@ -58,6 +58,7 @@ conformance!(
     pagination_covers_every_key_once,
     wrong_checksum_is_refused,
     listing_skips_and_counts_foreign_keys,
+    a_version_1_pack_without_a_crc_is_still_a_pack,
 );
 
 /// The external endpoint of `CAPCAT_S3_URL`, with a namespace of its own

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 use capcat_s3::reconcile::{self, ForeignReason, ListLimits};
 use capcat_s3::{
-    ByteRange, CatalogPrefix, ErrorClass, ObjectKey, PackKey, PackMetadata, PackStore,
-    UserMetadata, sha256,
+    ByteRange, CatalogPrefix, ErrorClass, ObjectChecksum, ObjectKey, PackKey, PackMetadata,
+    PackStore, UserMetadata, crc64nvme, sha256,
 };
 use uuid::Uuid;
 
@@ -47,6 +47,7 @@ pub(crate) fn pack_metadata(id: Uuid, body: &[u8], records: u64) -> PackMetadata
         format_version: 1,
         pack_id: id,
         sha256: sha256(body),
+        crc64nvme: Some(crc64nvme(body)),
         record_count: records,
     }
 }
@@ -65,9 +66,10 @@ pub(crate) async fn metadata_round_trips<S: PackStore>(f: &Fixture<S>) {
     assert_eq!(head.size, body.len() as u64);
     assert_eq!(head.pack_metadata(), Ok(meta));
     assert_eq!(head.metadata, meta.to_user_metadata());
-    if let Some(checksum) = head.checksum_sha256 {
+    if let Some(checksum) = head.checksum {
         assert_eq!(
-            checksum, meta.sha256,
+            checksum,
+            ObjectChecksum::Crc64Nvme(crc64nvme(&body)),
             "the store's checksum is the declared one"
         );
     }
@@ -82,7 +84,7 @@ pub(crate) async fn metadata_round_trips<S: PackStore>(f: &Fixture<S>) {
     let other = f.key("custom.bin");
     let small = pattern(10, 2);
     f.store
-        .put(&other, small.clone(), sha256(&small), &custom)
+        .put(&other, small.clone(), crc64nvme(&small), &custom)
         .await
         .expect("put custom");
     let head = f.store.head(&other).await.expect("head custom");
@@ -95,7 +97,12 @@ pub(crate) async fn metadata_round_trips<S: PackStore>(f: &Fixture<S>) {
 
     let empty = f.key("empty.bin");
     f.store
-        .put(&empty, Bytes::new(), sha256(&[]), &UserMetadata::default())
+        .put(
+            &empty,
+            Bytes::new(),
+            crc64nvme(&[]),
+            &UserMetadata::default(),
+        )
         .await
         .expect("put empty");
     let head = f.store.head(&empty).await.expect("head empty");
@@ -107,7 +114,12 @@ pub(crate) async fn range_reads<S: PackStore>(f: &Fixture<S>) {
     let key = f.key("range.bin");
     let body = pattern(70_000, 3);
     f.store
-        .put(&key, body.clone(), sha256(&body), &UserMetadata::default())
+        .put(
+            &key,
+            body.clone(),
+            crc64nvme(&body),
+            &UserMetadata::default(),
+        )
         .await
         .expect("put");
     let read = |start: u64, end: u64| {
@@ -159,7 +171,12 @@ pub(crate) async fn missing_keys_and_deletes<S: PackStore>(f: &Fixture<S>) {
 
     let body = pattern(5, 4);
     f.store
-        .put(&key, body.clone(), sha256(&body), &UserMetadata::default())
+        .put(
+            &key,
+            body.clone(),
+            crc64nvme(&body),
+            &UserMetadata::default(),
+        )
         .await
         .expect("put");
     f.store.delete(&key).await.expect("delete");
@@ -175,11 +192,11 @@ pub(crate) async fn overwrite_replaces_the_whole_object<S: PackStore>(f: &Fixtur
         UserMetadata::new(BTreeMap::from([("v".to_owned(), v.to_owned())])).expect("valid")
     };
     f.store
-        .put(&key, first.clone(), sha256(&first), &meta("1"))
+        .put(&key, first.clone(), crc64nvme(&first), &meta("1"))
         .await
         .expect("first put");
     f.store
-        .put(&key, second.clone(), sha256(&second), &meta("2"))
+        .put(&key, second.clone(), crc64nvme(&second), &meta("2"))
         .await
         .expect("second put");
     assert_eq!(f.store.get(&key).await.expect("get"), second);
@@ -219,7 +236,12 @@ pub(crate) async fn pagination_covers_every_key_once<S: PackStore>(f: &Fixture<S
         let key = f.key(&format!("page/{i:03}.bin"));
         let body = pattern(i, 7);
         f.store
-            .put(&key, body.clone(), sha256(&body), &UserMetadata::default())
+            .put(
+                &key,
+                body.clone(),
+                crc64nvme(&body),
+                &UserMetadata::default(),
+            )
             .await
             .expect("put");
         expected.insert(key.as_str().to_owned());
@@ -230,7 +252,7 @@ pub(crate) async fn pagination_covers_every_key_once<S: PackStore>(f: &Fixture<S
         .put(
             &outside,
             Bytes::new(),
-            sha256(&[]),
+            crc64nvme(&[]),
             &UserMetadata::default(),
         )
         .await
@@ -256,8 +278,8 @@ pub(crate) async fn wrong_checksum_is_refused<S: PackStore>(f: &Fixture<S>) {
     let body = pattern(64 * 1024, 8);
     let mut meta = pack_metadata(pack_id(2), &body, 1);
     // The pack changed after it was sealed: its bytes no longer match the
-    // SHA-256 it declares.
-    meta.sha256 = sha256(b"some other bytes");
+    // CRC-64/NVME it declares.
+    meta.crc64nvme = Some(crc64nvme(b"some other bytes"));
     let error = f
         .store
         .put_pack(&catalog, body, &meta)
@@ -303,7 +325,7 @@ pub(crate) async fn listing_skips_and_counts_foreign_keys<S: PackStore>(f: &Fixt
         let store = &f.store;
         async move {
             store
-                .put(&key, pattern(3, 10), sha256(&pattern(3, 10)), &metadata)
+                .put(&key, pattern(3, 10), crc64nvme(&pattern(3, 10)), &metadata)
                 .await
                 .expect("put raw")
         }
@@ -420,4 +442,33 @@ pub(crate) async fn listing_skips_and_counts_foreign_keys<S: PackStore>(f: &Fixt
     let sweep = reconcile::head_packs(&f.store, &uncommitted[..1]).await;
     assert_eq!(sweep.gone.len(), 1);
     assert!(sweep.errors.is_empty() && sweep.verified.is_empty() && sweep.foreign.count == 0);
+}
+
+/// A pack stored before the store declared CRC-64/NVME: format version 1,
+/// its whole-object SHA-256 as `capcat-sha256`, no `capcat-crc64nvme`. It
+/// is still a pack: its metadata reads back, the reconciler verifies it
+/// rather than skipping it as foreign, and a whole GET returns its bytes.
+pub(crate) async fn a_version_1_pack_without_a_crc_is_still_a_pack<S: PackStore>(f: &Fixture<S>) {
+    let catalog = f.catalog("old");
+    let body = pattern(5_000, 12);
+    let meta = PackMetadata {
+        crc64nvme: None,
+        ..pack_metadata(pack_id(20), &body, 2)
+    };
+    f.store
+        .put_pack(&catalog, body.clone(), &meta)
+        .await
+        .expect("put an older pack");
+    let key = PackKey::new(catalog.clone(), meta.pack_id);
+    let head = f.store.head(&key.object_key()).await.expect("head");
+    assert_eq!(head.metadata.get(capcat_s3::metadata::CRC64NVME), None);
+    assert_eq!(head.pack_metadata(), Ok(meta));
+    let listing = reconcile::list_catalog_packs(&f.store, &catalog, ListLimits::default())
+        .await
+        .expect("list");
+    let sweep = reconcile::head_packs(&f.store, &listing.packs).await;
+    assert_eq!(sweep.foreign.count, 0, "{:?}", sweep.foreign);
+    assert_eq!(sweep.verified.len(), 1);
+    assert_eq!(sweep.verified[0].metadata, meta);
+    assert_eq!(f.store.get(&key.object_key()).await.expect("get"), body);
 }

@@ -268,6 +268,7 @@ pub async fn upload_orphan<S: PackStore>(
         format_version: orphan.info.format_version,
         pack_id: orphan.info.pack_id,
         sha256: orphan.info.pack_sha256.0,
+        crc64nvme: Some(orphan.info.crc64nvme),
         record_count: records as u64,
     };
     store
@@ -275,6 +276,65 @@ pub async fn upload_orphan<S: PackStore>(
         .await
         .expect("upload the orphan pack");
     (orphan, payloads)
+}
+
+/// The same records as `sealed`, laid out as format version 1 wrote them:
+/// the `capcat` metadata value a version-1 envelope (the descriptor text
+/// with its version set to 1, and its SHA-256), no pack digest key, the
+/// header padded with spaces to a multiple of 8, the data section as it is
+/// (its offsets are relative to it, so they do not move).
+pub fn as_version_1(sealed: &SealedPack) -> Bytes {
+    use serde_json::Value;
+    let bytes = &sealed.bytes;
+    let n = usize::try_from(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+        .expect("a small header");
+    let mut header: serde_json::Map<String, Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).expect("a valid header");
+    let descriptor = header["__metadata__"][capcat_pack::METADATA_KEY]
+        .as_str()
+        .expect("the descriptor text")
+        .replacen(r#"{"format_version":2,"#, r#"{"format_version":1,"#, 1);
+    let envelope = format!(
+        r#"{{"format_version":1,"descriptor_sha256":"{}","descriptor":{}}}"#,
+        capcat_pack::Sha256Digest::of(descriptor.as_bytes()),
+        Value::String(descriptor)
+    );
+    header.insert(
+        "__metadata__".to_owned(),
+        serde_json::json!({ capcat_pack::METADATA_KEY: envelope }),
+    );
+    let mut text = serde_json::to_vec(&header).expect("serializes");
+    text.resize((8 + text.len()).next_multiple_of(8) - 8, b' ');
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend(text);
+    out.extend(&bytes[8 + n..]);
+    Bytes::from(out)
+}
+
+/// Stores the format-version-1 form of a pack of `records` records of
+/// `run` as the store held packs before it declared CRC-64/NVME: metadata
+/// with format version 1, the whole object's SHA-256 and no CRC. It is
+/// never indexed, as a pack a process left behind before an upgrade.
+pub async fn upload_version_1_orphan<S: PackStore>(
+    store: &S,
+    cfg: &ValidConfig,
+    run: &str,
+    records: usize,
+) -> (Uuid, BTreeMap<Uuid, Bytes>) {
+    let (sealed, payloads) = pack(run, records, 8);
+    let old = as_version_1(&sealed);
+    let metadata = capcat_s3::PackMetadata {
+        format_version: 1,
+        pack_id: sealed.info.pack_id,
+        sha256: capcat_s3::sha256(&old),
+        crc64nvme: None,
+        record_count: records as u64,
+    };
+    store
+        .put_pack(&cfg.prefix, old, &metadata)
+        .await
+        .expect("upload the version-1 pack");
+    (sealed.info.pack_id, payloads)
 }
 
 /// Puts three objects under the catalog's prefix that are not its packs:
@@ -297,9 +357,9 @@ pub async fn put_foreign_objects<S: PackStore>(store: &S, cfg: &ValidConfig) -> 
     for (key, body) in &foreign {
         let key = capcat_s3::ObjectKey::new(key.clone()).expect("a valid key");
         let body = Bytes::from(*body);
-        let sha = capcat_s3::sha256(&body);
+        let crc = capcat_s3::crc64nvme(&body);
         store
-            .put(&key, body, sha, &capcat_s3::UserMetadata::default())
+            .put(&key, body, crc, &capcat_s3::UserMetadata::default())
             .await
             .expect("put a foreign object");
     }

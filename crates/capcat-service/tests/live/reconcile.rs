@@ -102,3 +102,38 @@ async fn a_failed_head_is_counted_apart_from_foreign_objects_and_retried_next_pa
     assert!(done.rejected_packs.is_empty(), "{done:?}");
     service.close().await;
 }
+
+/// A pack stored before format version 2 (format version 1, metadata with
+/// its whole-object SHA-256 and no CRC-64/NVME) is a Capcat pack, not a
+/// foreign object: the reconciler verifies it by its SHA-256, the service
+/// reads it with the version-1 rules and indexes it, and its records read
+/// back byte-identical.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_version_1_pack_stored_before_the_upgrade_is_recovered_not_skipped() {
+    let Some((world, _server)) = harness::s3_scenario("version_1_orphan", |raw| {
+        raw.reconcile_on_start = true;
+    })
+    .await
+    else {
+        return;
+    };
+    let (pack_id, payloads) =
+        harness::upload_version_1_orphan(&world.store, &world.cfg, "old", 4).await;
+    let key = PackKey::new(world.cfg.prefix.clone(), pack_id).object_key();
+    let head = world.store.head(&key).await.expect("head");
+    assert_eq!(head.metadata.get(capcat_s3::metadata::CRC64NVME), None);
+
+    let service = world.start().await;
+    harness::eventually(
+        "the version-1 pack recovered",
+        Duration::from_secs(20),
+        || service.snapshot().reconcile_recovered == 1,
+    )
+    .await;
+    service.flush(Duration::from_secs(20)).await.expect("flush");
+    assert_eq!(world.read_back_run("old", &payloads).await, 4);
+    let done = service.snapshot();
+    assert_eq!(done.reconcile_skipped_objects, 0, "{done:?}");
+    assert!(done.rejected_packs.is_empty(), "{done:?}");
+    service.close().await;
+}
