@@ -18,6 +18,8 @@ from pathlib import Path
 SEEDS = Path(__file__).resolve().parent
 ROOT = SEEDS.parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden" / "pack.safetensors"
+# The format-1 golden pack: readers still open and verify it.
+GOLDEN_V1 = ROOT / "tests" / "data" / "golden" / "v1" / "pack.safetensors"
 
 SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
          "I8": 1, "U8": 1, "BOOL": 1}
@@ -96,6 +98,11 @@ def payload(dtype, shape, seed):
 def packs():
     t = "pack_reader"
     write(t, "golden.safetensors", GOLDEN.read_bytes())
+    write(t, "golden-v1.safetensors", GOLDEN_V1.read_bytes())
+    # The packs below are written in format version 1 (this script's
+    # writer), which readers still open; format-2 packs come from the two
+    # golden packs above and from pack_structured, which builds its packs
+    # with PackWriter.
     # Demo-shaped: Qwen2.5-0.5B module paths, BF16 hidden states of width
     # 896 cut to 16 so the seed stays small, one record per hook site.
     demo = []
