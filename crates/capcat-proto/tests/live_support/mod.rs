@@ -14,14 +14,19 @@ use uuid::Uuid;
 /// The one engine of this test process (libchdb opens one data path per
 /// process), or `None` (after saying so) when it is not installed. Each test
 /// uses its own table prefix on it; the data path is
-/// `<tmp>/<data_dir_tag>-<pid>`.
+/// `<target>/tmp/<data_dir_tag>-<pid>`. It lives under cargo's target
+/// directory, not the system's temporary one, because the engine is never
+/// dropped (it lives in a static until the process exits, and nextest runs
+/// every test in a process of its own): the directories it leaves go away
+/// with `cargo clean` instead of piling up in `/tmp`.
 pub fn engine(test: &str, data_dir_tag: &str) -> Option<&'static Engine> {
     static ENGINE: OnceLock<Option<Engine>> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
         if !capcat_chdb::library_path().is_ok_and(|p| p.exists()) {
             return None;
         }
-        let dir = std::env::temp_dir().join(format!("{data_dir_tag}-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{data_dir_tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         Some(Engine::open(&dir).expect("the engine opens a fresh data path"))
     });
