@@ -286,7 +286,7 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
                         return Err(serde::de::Error::custom("`__metadata__` appears twice"));
                     }
                     *self.failed_key = Some(TensorName::Other("__metadata__".to_owned()));
-                    metadata = Some(map.next_value::<BTreeMap<String, String>>()?);
+                    metadata = Some(map.next_value::<UniqueStrings>()?.0);
                 }
                 HeaderKey::Tensor(name) => {
                     *self.failed_key = Some(name);
@@ -302,6 +302,40 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
             metadata: metadata.unwrap_or_default(),
             entries,
         })
+    }
+}
+
+/// `__metadata__`'s string-to-string map, refusing a repeated key. A JSON
+/// parser keeps one of two equal keys silently (serde_json's map the last),
+/// so a header with two `capcat_pack_sha256` or two `capcat` keys would mean
+/// one thing to this reader and maybe another to a reader that keeps the
+/// first: the format allows each key once (docs/pack-format.md 1.1).
+struct UniqueStrings(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for UniqueStrings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Strings;
+        impl<'de> Visitor<'de> for Strings {
+            type Value = UniqueStrings;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of strings, each key once")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueStrings, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some((key, value)) = map.next_entry::<String, String>()? {
+                    if out.contains_key(&key) {
+                        return Err(serde::de::Error::custom(format!(
+                            "`__metadata__` has the key {key:?} twice"
+                        )));
+                    }
+                    out.insert(key, value);
+                }
+                Ok(UniqueStrings(out))
+            }
+        }
+        deserializer.deserialize_map(Strings)
     }
 }
 

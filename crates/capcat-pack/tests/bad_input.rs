@@ -451,6 +451,30 @@ fn a_duplicate_header_key_is_refused() {
 }
 
 #[test]
+fn a_duplicate_metadata_key_is_refused() {
+    let pack = sample();
+    let n = header_len(&pack.bytes);
+    let text = std::str::from_utf8(&pack.bytes[8..8 + n])
+        .expect("utf-8")
+        .trim_end();
+    // A bogus descriptor under a first `capcat` key, the real one after it:
+    // a parser that keeps the last value reads the pack, one that keeps the
+    // first does not. Resealed, so only the repeated key is wrong.
+    let marker = r#","capcat":"#;
+    let at = text.find(marker).expect("the descriptor key");
+    let doubled = format!("{}{marker}\"{{}}\"{}", &text[..at], &text[at..]);
+    let mut bytes = (doubled.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(doubled.as_bytes());
+    reseal(&mut bytes);
+    bytes.extend(&pack.bytes[8 + n..]);
+    let error = open(bytes);
+    assert!(
+        matches!(&error, PackError::MalformedHeader { .. }) && error.to_string().contains("twice"),
+        "{error}"
+    );
+}
+
+#[test]
 fn an_unknown_dtype_is_refused() {
     let bytes = with_header(&sample().bytes, |h| {
         h.get_mut("record/00000000").expect("present")["dtype"] = "U16".into();
