@@ -123,11 +123,14 @@ pub enum CycleError {
 }
 
 impl CycleError {
-    /// Whether the service's next cycle retries this on its own: everything
-    /// but a refused pack and an upload the store disagrees with, which
-    /// repeat until a person acts (or the pack is set aside).
+    /// Whether the failure is the environment's and expected to clear by
+    /// itself: everything but a refused pack and an upload the store
+    /// disagrees with. The service retries those too (the upload on the next
+    /// cycle, the index pass up to `max_index_attempts` before it sets the
+    /// pack aside), but their cause is in the pack or the store, so they are
+    /// likely to repeat until a person acts.
     #[must_use]
-    pub fn is_retried(&self) -> bool {
+    pub fn is_transient(&self) -> bool {
         !matches!(
             self,
             Self::IndexRefused { .. } | Self::UploadNotVerified { .. }
@@ -147,7 +150,7 @@ impl CycleError {
             Self::Catalog(_) => ErrorKind::Catalog,
             Self::Task(_) => ErrorKind::Task,
         };
-        let record = ErrorRecord::new(kind, self.is_retried(), self.to_string());
+        let record = ErrorRecord::new(kind, self.is_transient(), self.to_string());
         match self {
             Self::UploadNotVerified { pack_id, .. } | Self::IndexRefused { pack_id, .. } => {
                 record.about(*pack_id)
@@ -214,7 +217,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_record_keeps_the_kind_the_pack_and_whether_the_service_retries() {
+    fn a_record_keeps_the_kind_the_pack_and_whether_the_failure_is_transient() {
         let pack_id = Uuid::new_v4();
         let refused = CycleError::UploadNotVerified {
             pack_id,
@@ -223,7 +226,7 @@ mod tests {
         let record = refused.record();
         assert_eq!(record.kind, ErrorKind::UploadNotVerified);
         assert_eq!(record.pack_id, Some(pack_id));
-        assert!(!record.retried, "{record:?}");
+        assert!(!record.transient, "{record:?}");
         assert!(record.message.contains("size 3, sealed 4"), "{record:?}");
 
         let spool = CycleError::Spool(crate::spool::SpoolError::Io {
@@ -234,6 +237,6 @@ mod tests {
         let record = spool.record();
         assert_eq!(record.kind, ErrorKind::Spool);
         assert_eq!(record.pack_id, None);
-        assert!(record.retried, "{record:?}");
+        assert!(record.transient, "{record:?}");
     }
 }

@@ -74,10 +74,13 @@ pub struct ErrorRecord {
     pub kind: ErrorKind,
     /// The pack the error concerns, when it concerns one.
     pub pack_id: Option<Uuid>,
-    /// Whether the service retries on its own (an outage, a transient
-    /// failure): `false` means the failure repeats until a person acts
-    /// (a refused pack, a store that disagrees with what was sealed).
-    pub retried: bool,
+    /// Whether the failure is the environment's and expected to clear by
+    /// itself (an outage, a full disk, a server that did not answer).
+    /// `false` means its cause is in the pack or in what the store did with
+    /// it (a refused pack, a store that disagrees with what was sealed): the
+    /// service still retries, but is likely to meet the same failure until
+    /// a person acts or the pack is set aside after its attempts.
+    pub transient: bool,
     /// The error's message with its causes.
     pub message: String,
 }
@@ -85,11 +88,11 @@ pub struct ErrorRecord {
 impl ErrorRecord {
     /// A record of `kind` with `message`.
     #[must_use]
-    pub fn new(kind: ErrorKind, retried: bool, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, transient: bool, message: impl Into<String>) -> Self {
         Self {
             kind,
             pack_id: None,
-            retried,
+            transient,
             message: message.into(),
         }
     }
@@ -108,12 +111,12 @@ impl std::fmt::Display for ErrorRecord {
         if let Some(pack_id) = self.pack_id {
             write!(f, " (pack {pack_id})")?;
         }
-        let retry = if self.retried {
-            "retried"
+        let cause = if self.transient {
+            "transient"
         } else {
-            "not retried"
+            "likely to repeat"
         };
-        write!(f, ", {retry}: {}", self.message)
+        write!(f, ", {cause}: {}", self.message)
     }
 }
 

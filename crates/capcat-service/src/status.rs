@@ -282,7 +282,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
         let last = &value["snapshot"]["last_error"];
         assert_eq!(last["kind"], "index_refused", "{text}");
-        assert_eq!(last["retried"], false, "{text}");
+        assert_eq!(last["transient"], false, "{text}");
         assert!(last["pack_id"].is_string(), "{text}");
 
         let mut older = value.clone();

@@ -59,7 +59,7 @@ async fn a_failed_head_is_counted_apart_from_foreign_objects_and_retried_next_pa
         capcat_service::ErrorKind::Reconcile,
         "{last_error:?}"
     );
-    assert!(last_error.retried, "{last_error:?}");
+    assert!(last_error.transient, "{last_error:?}");
     assert!(
         last_error.message.contains(key.as_str()),
         "last_error must name the key: {last_error:?}"
