@@ -382,8 +382,17 @@ fn stray_executes(files: &[(String, String)]) -> Vec<Leak> {
             continue;
         }
         for (index, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or_default();
-            if code.contains(".execute(") {
+            // White space removed, so `. execute (` is caught too; a method
+            // call (`.execute(`) and a path call (`Transport::execute(`,
+            // `<T as Transport>::execute(`) are both a statement sent.
+            let code: String = line
+                .split("//")
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            if code.contains(".execute(") || code.contains("::execute(") {
                 leaks.push(Leak {
                     path: format!("crates/{path}"),
                     line: index + 1,
@@ -767,6 +776,11 @@ mod tests {
                 "capcat-cli/src/commands.rs".to_owned(),
                 "let rows = catalog.transport().execute(&pin).await?;".to_owned(),
             ),
+            (
+                "capcat-service/src/cycle.rs".to_owned(),
+                "fn execute(&self) {}\nTransport::execute(&*t, &stmt)\nt . execute (&stmt)"
+                    .to_owned(),
+            ),
         ];
         let strays = stray_executes(&files);
         let found: Vec<(&str, usize)> = strays.iter().map(|s| (s.path.as_str(), s.line)).collect();
@@ -774,7 +788,9 @@ mod tests {
             found,
             [
                 ("crates/capcat-clickhouse/src/catalog.rs", 2),
-                ("crates/capcat-cli/src/commands.rs", 1)
+                ("crates/capcat-cli/src/commands.rs", 1),
+                ("crates/capcat-service/src/cycle.rs", 2),
+                ("crates/capcat-service/src/cycle.rs", 3)
             ]
         );
     }
