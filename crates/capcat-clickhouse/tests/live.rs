@@ -1373,7 +1373,7 @@ async fn two_publishers_race_and_no_pinned_snapshot_ever_grows() {
     println!(
         "{trials} trials in {:.1} s ({:?}): {published} passes published, {fenced} fenced out \
          ({taken_over} beside their successor's publish), {failed} failed otherwise, {idle} idle, \
-         {held_waits} held terms waited out, {} watermarks observed",
+         {held_waits} held terms waited out, {} pinned versions observed",
         started.elapsed().as_secs_f64(),
         live.target,
         seen.len()

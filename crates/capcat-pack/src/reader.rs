@@ -291,7 +291,13 @@ impl PackReader {
     pub fn records(&self) -> &[RecordEntry] {
         self.records.get_or_init(|| {
             // Opening parsed this text with the same field types, so
-            // decoding it again cannot fail.
+            // decoding it again cannot fail: this rests on the borrowed view
+            // opening uses (`descriptor::DescriptorView`) and the owned
+            // `descriptor::Descriptor` accepting the same texts (the same
+            // fields and types, both `deny_unknown_fields`). A field added to
+            // one must be added to the other; the `pack_reader` and
+            // `pack_structured` fuzz targets call this on every pack they
+            // open.
             descriptor::records(&self.descriptor)
                 .expect("the descriptor was type-checked when the pack was opened")
         })
