@@ -9,9 +9,14 @@
 //! position in a depth-first walk that also descends into any string
 //! holding JSON (the descriptor envelope, the descriptor inside it), and
 //! replaces, removes or duplicates it; re-digests a 64-hex-digit string from
-//! the longest sibling string of its object (the text a digest beside it
-//! covers) or from one tensor's payload; changes the length prefix; flips
-//! payload bytes; truncates or extends the file. A change of the digest
+//! the longest sibling string of its object (format 1's descriptor digest
+//! rule) or from one tensor's payload; changes the length prefix; flips
+//! payload bytes; truncates or extends the file. A changed header is written
+//! back in format 2's spelling (`__metadata__` first, the pack digest its
+//! first key, so the digits stay at offset 47) and resealed, so the reader's
+//! checks past the pack digest (entries against the descriptor, tiling,
+//! payload digests, duplicate identities) see the change; the `KeepDigest`
+//! mutation leaves the stale digest in place instead. A change of the digest
 //! scheme makes some mutations useless, not wrong.
 //!
 //! Properties: `PackWriter` refuses bad records with a typed error and
@@ -102,6 +107,10 @@ enum Mutation {
     Truncate { keep: u32 },
     /// Append bytes.
     Extend { bytes: Vec<u8> },
+    /// Leave the pack digest as the other mutations left it: without this,
+    /// a changed header is resealed (its format-2 digest recomputed) so the
+    /// reader's checks past the digest see the change.
+    KeepDigest,
 }
 
 const DTYPES: [Dtype; 10] = Dtype::ALL;
@@ -310,6 +319,7 @@ fn apply(header: &mut Value, kind: Kind, slot: u16, op: &Op<'_>) -> bool {
 struct Regions {
     header: Value,
     header_dirty: bool,
+    reseal: bool,
     raw_header: Vec<u8>,
     data: Vec<u8>,
     len_delta: i64,
@@ -324,6 +334,7 @@ impl Regions {
         Some(Self {
             header,
             header_dirty: false,
+            reseal: true,
             raw_header,
             data: pack[end..].to_vec(),
             len_delta: 0,
@@ -349,7 +360,7 @@ impl Regions {
 
     fn join(&self) -> Vec<u8> {
         let header = if self.header_dirty {
-            self.header.to_string().into_bytes()
+            spell(&self.header)
         } else {
             self.raw_header.clone()
         };
@@ -357,9 +368,65 @@ impl Regions {
         let mut out = Vec::with_capacity(8 + header.len() + self.data.len());
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&header);
+        if self.header_dirty && self.reseal {
+            reseal(&mut out);
+        }
         out.extend_from_slice(&self.data);
         out
     }
+}
+
+/// The digest key of a format-2 header, and the bytes before its digits.
+const DIGEST_KEY: &str = "capcat_pack_sha256";
+const DIGEST_PREFIX: &str = r#"{"__metadata__":{"capcat_pack_sha256":""#;
+
+/// A changed header spelled the way format 2 places its digest:
+/// `__metadata__` first with `capcat_pack_sha256` its first key, so the
+/// digits stay at offset 47 (serde_json's map would sort the keys and move
+/// them, and every mutation would stop at the digest's place), padded with
+/// spaces to a multiple of 8 as the writer pads. A header without that key
+/// (a mutation removed it) is written as serde_json spells it.
+fn spell(header: &Value) -> Vec<u8> {
+    let digest_first = header
+        .get("__metadata__")
+        .and_then(Value::as_object)
+        .and_then(|m| m.get(DIGEST_KEY))
+        .and_then(Value::as_str);
+    let (Some(object), Some(digest)) = (header.as_object(), digest_first) else {
+        return header.to_string().into_bytes();
+    };
+    let mut text = format!(r#"{{"__metadata__":{{"{DIGEST_KEY}":{}"#, Value::from(digest));
+    if let Some(metadata) = object.get("__metadata__").and_then(Value::as_object) {
+        for (key, value) in metadata.iter().filter(|(k, _)| *k != DIGEST_KEY) {
+            text.push_str(&format!(",{}:{value}", Value::from(key.as_str())));
+        }
+    }
+    text.push('}');
+    for (key, value) in object.iter().filter(|(k, _)| *k != "__metadata__") {
+        text.push_str(&format!(",{}:{value}", Value::from(key.as_str())));
+    }
+    text.push('}');
+    while (8 + text.len()) % 8 != 0 {
+        text.push(' ');
+    }
+    text.into_bytes()
+}
+
+/// Writes the format-2 pack digest of `head` (the length prefix and the
+/// header) into its place, as docs/pack-format.md section 4 defines it: the
+/// SHA-256 of the header with its 64 digits read as `0`. A header whose
+/// digest is not 64 digits at its place is left as it is.
+fn reseal(head: &mut [u8]) {
+    let slot = 8 + DIGEST_PREFIX.len();
+    if head.len() < slot + 65
+        || !head[8..].starts_with(DIGEST_PREFIX.as_bytes())
+        || head[slot + 64] != b'"'
+    {
+        return;
+    }
+    head[slot..slot + 64].fill(b'0');
+    let digest = Sha256Digest::of(head);
+    head[slot..slot + 64].copy_from_slice(digest.to_hex().as_bytes());
 }
 
 fn mutate(pack: &[u8], mutations: &[Mutation]) -> Vec<u8> {
@@ -421,6 +488,10 @@ fn mutate(pack: &[u8], mutations: &[Mutation]) -> Vec<u8> {
                 let mut out = tail.take().unwrap_or_else(|| r.join());
                 out.extend_from_slice(bytes);
                 tail = Some(out);
+                false
+            }
+            Mutation::KeepDigest => {
+                r.reseal = false;
                 false
             }
         };
