@@ -395,7 +395,10 @@ fn spell(header: &Value) -> Vec<u8> {
     let (Some(object), Some(digest)) = (header.as_object(), digest_first) else {
         return header.to_string().into_bytes();
     };
-    let mut text = format!(r#"{{"__metadata__":{{"{DIGEST_KEY}":{}"#, Value::from(digest));
+    let mut text = format!(
+        r#"{{"__metadata__":{{"{DIGEST_KEY}":{}"#,
+        Value::from(digest)
+    );
     if let Some(metadata) = object.get("__metadata__").and_then(Value::as_object) {
         for (key, value) in metadata.iter().filter(|(k, _)| *k != DIGEST_KEY) {
             text.push_str(&format!(",{}:{value}", Value::from(key.as_str())));

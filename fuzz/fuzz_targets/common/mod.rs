@@ -23,7 +23,11 @@ pub fn expected_pack_digest(data: &[u8], reader: &PackReader) -> Sha256Digest {
             let stored = String::from_utf8(head[DIGITS].to_vec()).expect("ASCII digits");
             head[DIGITS].fill(b'0');
             let digest = Sha256Digest::of(&head);
-            assert_eq!(stored, digest.to_string(), "the header's digits are its digest");
+            assert_eq!(
+                stored,
+                digest.to_string(),
+                "the header's digits are its digest"
+            );
             digest
         }
         other => panic!("the reader accepted an unknown format version {other}"),
