@@ -168,7 +168,28 @@ fn malformed(key: &str, reason: impl Into<String>) -> PackError {
 
 /// Parses the length prefix and header JSON of `file` and checks that the
 /// tensor entries tile the data section exactly.
+#[cfg(test)]
 pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
+    read(file)?.check()
+}
+
+/// A header whose JSON parsed but whose entries are not checked yet: the
+/// reader takes the format version out of `metadata` before it checks
+/// anything else (docs/pack-format.md 2.1), so a pack of a later version is
+/// refused as such even if that version has a dtype or layout this one does
+/// not know.
+pub(crate) struct Unchecked {
+    /// Where the data section starts in the file: 8 + header length.
+    data_start: u64,
+    /// The data section's length.
+    data_len: u64,
+    /// `__metadata__`, when present.
+    pub(crate) metadata: BTreeMap<String, String>,
+    entries: Vec<(TensorName, RawEntry)>,
+}
+
+/// Parses the length prefix and header JSON of `file`.
+pub(crate) fn read(file: &[u8]) -> Result<Unchecked, PackError> {
     let file_len = file.len() as u64;
     let (header_len, data_start) = header_bounds(file)?;
     let header_bytes =
@@ -176,40 +197,58 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
             header_len,
             limit: MAX_HEADER_BYTES,
         })?];
-    let data_len = file_len - data_start;
     let RawHeader { metadata, entries } = parse_json(header_bytes)?;
-    let mut records = Vec::with_capacity(entries.len());
-    let mut others = Vec::new();
-    for (name, raw) in entries {
-        let entry = Entry {
-            dtype: raw.dtype.parse::<Dtype>()?,
-            shape: raw.shape,
-            begin: raw.data_offsets.0,
-            end: raw.data_offsets.1,
-        };
-        match name {
-            TensorName::Record(index) => records.push((index, entry)),
-            TensorName::Other(key) => others.push((key, entry)),
-        }
-    }
-    records.sort_by_key(|(index, _)| *index);
-    if let Some(pair) = records.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-        return Err(malformed(
-            &crate::tensor_key(pair[0].0),
-            "appears twice in the header",
-        ));
-    }
-    others.sort_by(|a, b| a.0.cmp(&b.0));
-    if let Some(pair) = others.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-        return Err(malformed(&pair[0].0, "appears twice in the header"));
-    }
-    check_tiling(&records, &others, data_len)?;
-    Ok(Header {
+    Ok(Unchecked {
         data_start,
+        data_len: file_len - data_start,
         metadata,
-        records,
-        others,
+        entries,
     })
+}
+
+impl Unchecked {
+    /// Checks every entry's dtype, that no name appears twice, and that the
+    /// entries tile the data section exactly.
+    pub(crate) fn check(self) -> Result<Header, PackError> {
+        let Self {
+            data_start,
+            data_len,
+            metadata,
+            entries,
+        } = self;
+        let mut records = Vec::with_capacity(entries.len());
+        let mut others = Vec::new();
+        for (name, raw) in entries {
+            let entry = Entry {
+                dtype: raw.dtype.parse::<Dtype>()?,
+                shape: raw.shape,
+                begin: raw.data_offsets.0,
+                end: raw.data_offsets.1,
+            };
+            match name {
+                TensorName::Record(index) => records.push((index, entry)),
+                TensorName::Other(key) => others.push((key, entry)),
+            }
+        }
+        records.sort_by_key(|(index, _)| *index);
+        if let Some(pair) = records.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(malformed(
+                &crate::tensor_key(pair[0].0),
+                "appears twice in the header",
+            ));
+        }
+        others.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(pair) = others.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+            return Err(malformed(&pair[0].0, "appears twice in the header"));
+        }
+        check_tiling(&records, &others, data_len)?;
+        Ok(Header {
+            data_start,
+            metadata,
+            records,
+            others,
+        })
+    }
 }
 
 /// A tensor entry as the JSON spells it; unknown fields are refused.

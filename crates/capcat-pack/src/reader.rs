@@ -140,14 +140,16 @@ impl PackReader {
     /// Every check of opening but the payload digests and `BOOL` bytes
     /// ([`Checked::finish`]).
     fn check(bytes: &[u8]) -> Result<Checked, PackError> {
-        let mut header = header::parse(bytes)?;
-        let value = header
+        let mut unchecked = header::read(bytes)?;
+        let value = unchecked
             .metadata
             .remove(METADATA_KEY)
             .ok_or(PackError::MissingDescriptor)?;
-        // The version first: a pack of another version is refused as such,
-        // whatever else differs in its header.
+        // The version first, before the entries are checked: a pack of
+        // another version is refused as such, whatever else differs in its
+        // header (a dtype or a layout this build does not know).
         let format_version = descriptor::check_version(&value)?;
+        let header = unchecked.check()?;
         let pack_sha256 = if format_version == FORMAT_VERSION {
             only_metadata_keys(&header, &[DIGEST_KEY])?;
             let found = header::digests(head(bytes, &header)?)?;

@@ -402,6 +402,28 @@ fn an_unknown_format_version_is_refused() {
 }
 
 #[test]
+fn a_later_version_is_refused_as_such_whatever_its_entries_hold() {
+    // A format-3 pack whose entries use a dtype this build does not know
+    // (and that overlap): the version is what the reader must report, not
+    // the dtype or the layout, which are that version's to define.
+    let bytes = with_header(&sample().bytes, |h| {
+        let mut descriptor: Value =
+            serde_json::from_str(h["__metadata__"][METADATA_KEY].as_str().expect("string"))
+                .expect("json");
+        descriptor["format_version"] = 3.into();
+        h["__metadata__"][METADATA_KEY] = Value::String(descriptor.to_string());
+        let entry = h.get_mut("record/00000000").expect("present");
+        entry["dtype"] = "U16".into();
+        entry["data_offsets"] = serde_json::json!([0, 1]);
+    });
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::UnsupportedFormatVersion { .. }),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_shape_that_disagrees_with_the_byte_length_is_refused() {
     let bytes = with_header(&sample().bytes, |h| {
         h.get_mut("record/00000000").expect("present")["shape"] = serde_json::json!([2, 3]);
