@@ -3,9 +3,9 @@
 
 Run from anywhere: python3 fuzz/seeds/make_seeds.py. Deterministic: the
 same script writes the same bytes. Packs are written the way
-docs/pack-format.md specifies (the golden pack is copied as it is); when the
-format changes they stay useful as near-valid inputs, and this script is
-where to update them. Keep the corpus small: a few KB to a few hundred KB
+docs/pack-format.md specifies, in format 2 and again in format 1 (the golden
+packs are copied as they are); when the format changes they stay useful as
+near-valid inputs, and this script is where to update them. Keep the corpus small: a few KB to a few hundred KB
 per target.
 """
 
@@ -54,9 +54,9 @@ def safetensors(tensors, metadata=None):
     return struct.pack("<Q", len(text)) + text + data
 
 
-def pack(pack_id, records):
-    """records: list of (metadata dict, dtype, shape, payload)."""
-    described = []
+def described(records):
+    """The descriptor's record objects, fields in the writer's order."""
+    out = []
     for meta, dtype, shape, payload in records:
         r = dict(meta)
         r["dtype"] = dtype
@@ -66,15 +66,41 @@ def pack(pack_id, records):
         order = ["tenant_id", "experiment_id", "run_id", "captured_at_ns", "capture_id",
                  "model", "module_path", "hook", "step", "tensor_name", "dtype", "shape",
                  "tags", "payload_sha256"]
-        described.append({k: r[k] for k in order})
-    descriptor = compact({"format_version": 1, "pack_id": pack_id, "records": described})
-    envelope = compact({"format_version": 1,
-                        "descriptor_sha256": hashlib.sha256(descriptor.encode()).hexdigest(),
-                        "descriptor": descriptor})
+        out.append({k: r[k] for k in order})
+    return out
+
+
+def laid_out(records):
+    """The tensors of `records` in the writer's data order."""
     tensors = [(f"record/{i:08}", dtype, shape, payload)
                for i, (_, dtype, shape, payload) in enumerate(records)]
     tensors.sort(key=lambda t: (LAYOUT.index(t[1]), t[0]))
-    return safetensors(tensors, {"capcat": envelope})
+    return tensors
+
+
+def pack_v1(pack_id, records):
+    """A format-1 pack (docs/pack-format.md, "Reading older packs")."""
+    descriptor = compact({"format_version": 1, "pack_id": pack_id,
+                          "records": described(records)})
+    envelope = compact({"format_version": 1,
+                        "descriptor_sha256": hashlib.sha256(descriptor.encode()).hexdigest(),
+                        "descriptor": descriptor})
+    return safetensors(laid_out(records), {"capcat": envelope})
+
+
+def pack(pack_id, records):
+    """A format-2 pack, as docs/pack-format.md sections 1, 2 and 4 define
+    it: `__metadata__` first with the pack digest its first key (offset
+    47), the descriptor escaped once, the digest the SHA-256 of the header
+    with its own 64 digits read as `0`."""
+    descriptor = compact({"format_version": 2, "pack_id": pack_id,
+                          "records": described(records)})
+    head = safetensors(laid_out(records),
+                       {"capcat_pack_sha256": "0" * 64, "capcat": descriptor})
+    n = struct.unpack("<Q", head[:8])[0]
+    assert head[8:47] == b'{"__metadata__":{"capcat_pack_sha256":"', head[:60]
+    digest = hashlib.sha256(head[:8 + n]).hexdigest().encode()
+    return head[:47] + digest + head[111:]
 
 
 def meta(i, module_path="model.layers.0.mlp", tensor="output", tenant="tenant-seed"):
@@ -99,10 +125,8 @@ def packs():
     t = "pack_reader"
     write(t, "golden.safetensors", GOLDEN.read_bytes())
     write(t, "golden-v1.safetensors", GOLDEN_V1.read_bytes())
-    # The packs below are written in format version 1 (this script's
-    # writer), which readers still open; format-2 packs come from the two
-    # golden packs above and from pack_structured, which builds its packs
-    # with PackWriter.
+    # Each pack below in format 2, and again in format 1, which readers
+    # still open and verify.
     # Demo-shaped: Qwen2.5-0.5B module paths, BF16 hidden states of width
     # 896 cut to 16 so the seed stays small, one record per hook site.
     demo = []
@@ -114,14 +138,18 @@ def packs():
                                         ("lm_head", "logits")]):
         demo.append((meta(i, path, tensor), "BF16", [1, 16], payload("BF16", [1, 16], i)))
     write(t, "demo-shaped.pack", pack("00000000-0000-4000-8000-00000000d3e0", demo))
+    write(t, "demo-shaped-v1.pack", pack_v1("00000000-0000-4000-8000-00000000d3e0", demo))
     every = [(meta(i), d, [2, 1] if i % 2 else [3], payload(d, [2, 1] if i % 2 else [3], i))
              for i, d in enumerate(LAYOUT)]
     write(t, "every-dtype.pack", pack("00000000-0000-4000-8000-0000000000ad", every))
+    write(t, "every-dtype-v1.pack", pack_v1("00000000-0000-4000-8000-0000000000ad", every))
     edge = [(meta(0), "F32", [], payload("F32", [], 0)),          # a scalar
             (meta(1), "I64", [0, 5], b""),                        # an empty tensor
             (meta(2, tenant="other"), "BOOL", [4], bytes([0, 1, 1, 0]))]
     write(t, "edge-shapes.pack", pack("00000000-0000-4000-8000-0000000000ed", edge))
+    write(t, "edge-shapes-v1.pack", pack_v1("00000000-0000-4000-8000-0000000000ed", edge))
     write(t, "no-records.pack", pack("00000000-0000-4000-8000-000000000000", []))
+    write(t, "no-records-v1.pack", pack_v1("00000000-0000-4000-8000-000000000000", []))
     write(t, "empty", b"")
     write(t, "prefix-only", struct.pack("<Q", 0))
     write(t, "length-past-end", struct.pack("<Q", 1 << 40) + b"{}")
