@@ -11,7 +11,7 @@ use capcat_proto::demand::storage::{self, StoredEvent};
 use capcat_proto::{Failure, Param, Rows, Statement, Tables};
 use uuid::Uuid;
 
-use crate::drive::run_in_order;
+use crate::drive::{MAX_STEPS, run_in_order};
 use crate::transport::Transport;
 
 /// What a compaction did.
@@ -149,25 +149,132 @@ pub async fn compact(
 }
 
 /// Runs `statements` in order through the drive loop; the error is the
-/// position of the statement that failed and its failure, or the whole
-/// run refused as too long for one drive.
+/// position of the statement that failed and its failure.
+///
+/// One drive is bounded by [`MAX_STEPS`], and a plan may hold more
+/// statements than that (a large `limit`): it runs as consecutive
+/// [`run_in_order`] calls of at most `MAX_STEPS - 1` statements each, which
+/// keeps the plan's order and its stop at the first failure. Before, a plan
+/// over the bound was refused whole and every rerun built the same plan, so
+/// it could never compact.
 async fn run(
     transport: &dyn Transport,
     operation: &'static str,
     statements: Vec<Statement>,
 ) -> Result<Vec<Rows>, (usize, Failure)> {
-    let count = statements.len();
-    match run_in_order(operation, statements, transport).await {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(failed)) => Err((failed.index, failed.failure)),
-        // Only a list longer than the drive loop's step bound gets here,
-        // refused before any of it was sent; it is reported as the failure
-        // of its first statement, so nothing is counted as done.
-        Err(runaway) => Err((
-            0,
-            Failure::Malformed {
-                message: format!("{count} statements in one run: {runaway}"),
-            },
-        )),
+    // One step per statement plus the final poll must stay under the bound.
+    let chunk = MAX_STEPS as usize - 1;
+    let mut rows = Vec::with_capacity(statements.len());
+    let mut rest = statements.into_iter().peekable();
+    while rest.peek().is_some() {
+        let part: Vec<Statement> = rest.by_ref().take(chunk).collect();
+        let done = rows.len();
+        match run_in_order(operation, part, transport).await {
+            Ok(Ok(part_rows)) => rows.extend(part_rows),
+            Ok(Err(failed)) => return Err((done + failed.index, failed.failure)),
+            // A part of `chunk` statements is under the bound, so the drive
+            // loop cannot refuse it as too long; should it ever, the
+            // failure names the first statement of the part, not yet sent.
+            Err(runaway) => {
+                return Err((
+                    done,
+                    Failure::Malformed {
+                        message: format!("a part of a compaction refused: {runaway}"),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use capcat_proto::{Expect, Settings};
+
+    use super::*;
+    use crate::transport::BoxFuture;
+
+    /// A transport that answers every statement with no rows and fails the
+    /// one whose SQL is `fail_at`, recording the SQL it was sent in order (a
+    /// unit-test double of the chunking alone: it reads no guard and
+    /// decides nothing a real engine would).
+    #[derive(Debug)]
+    struct Recording {
+        fail_at: Option<String>,
+        sent: Mutex<Vec<String>>,
+    }
+
+    impl Transport for Recording {
+        fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
+            Box::pin(async move {
+                self.sent.lock().expect("sent").push(stmt.sql.clone());
+                if self.fail_at.as_deref() == Some(stmt.sql.as_str()) {
+                    return Err(Failure::Server {
+                        code: 241,
+                        message: "memory limit".to_owned(),
+                    });
+                }
+                Ok(Rows::empty())
+            })
+        }
+
+        fn kind(&self) -> &'static str {
+            "recording-double"
+        }
+    }
+
+    fn statements(n: usize) -> Vec<Statement> {
+        (0..n)
+            .map(|i| Statement {
+                name: "demand.compact_test",
+                sql: format!("SELECT {i}"),
+                params: BTreeMap::new(),
+                settings: Settings::default(),
+                expect: Expect::Nothing,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_plan_longer_than_one_drive_runs_whole_and_in_order() {
+        let n = MAX_STEPS as usize + 5;
+        let transport = Recording {
+            fail_at: None,
+            sent: Mutex::new(Vec::new()),
+        };
+        let rows = run(&transport, "demand.compact", statements(n))
+            .await
+            .expect("a long plan runs");
+        assert_eq!(rows.len(), n);
+        let sent = transport.sent.into_inner().expect("sent");
+        let expected: Vec<String> = (0..n).map(|i| format!("SELECT {i}")).collect();
+        assert!(
+            sent == expected,
+            "sent {} statements, out of order",
+            sent.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_in_a_later_part_names_its_place_in_the_whole_plan() {
+        let n = MAX_STEPS as usize + 5;
+        let at = MAX_STEPS as usize + 2;
+        let transport = Recording {
+            fail_at: Some(format!("SELECT {at}")),
+            sent: Mutex::new(Vec::new()),
+        };
+        let (index, failure) = run(&transport, "demand.compact", statements(n))
+            .await
+            .expect_err("the failure stops the plan");
+        assert_eq!(index, at);
+        assert!(
+            matches!(failure, Failure::Server { code: 241, .. }),
+            "{failure:?}"
+        );
+        assert_eq!(transport.sent.into_inner().expect("sent").len(), at + 1);
     }
 }
