@@ -337,7 +337,10 @@ fn the_fuzz_seed_packs_open_in_their_version() {
         let bytes = std::fs::read(&path).expect("a seed");
         let reader = capcat_pack::PackReader::from_bytes(bytes)
             .unwrap_or_else(|e| panic!("{} does not open: {e}", path.display()));
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
         let version = if stem.ends_with("-v1") { 1 } else { 2 };
         assert_eq!(reader.format_version(), version, "{}", path.display());
         opened += 1;

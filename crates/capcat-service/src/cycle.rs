@@ -127,8 +127,17 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         indexed
     }
 
-    /// Uploads one sealed pack, verifies it by HEAD (size and SHA-256
-    /// metadata), records it as owed, and only then removes it from the spool.
+    /// Uploads one sealed pack, verifies it by HEAD (size, pack digest and
+    /// CRC-64/NVME metadata), records it as owed, and only then removes it
+    /// from the spool.
+    ///
+    /// The spool file is opened with every check that needs no digest from
+    /// outside. A format-2 pack carries its own digest over the header, so
+    /// every byte is checked. A format-1 file (spooled by a build before
+    /// format 2, before an upgrade) has no such digest: its descriptor and
+    /// payloads are verified, but its header padding and JSON spacing are
+    /// trusted as they stand on this local disk, and the digest the catalog
+    /// records for it is computed here, from these bytes.
     async fn upload_one(&self, ready: &ReadyPack) -> Result<(), CycleError> {
         let path = ready.path.clone();
         let pack_id = ready.pack_id;
