@@ -12,9 +12,10 @@ use capcat_proto::CaptureDescriptor;
 use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
-use capcat_service::{Catalog, Service, ServiceConfig, StartError, ValidConfig};
+use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
 
+use crate::settings::{Defaults, Resolved};
 use crate::target::{CatalogTarget, StoreTarget};
 use crate::{CliError, Common};
 
@@ -50,35 +51,19 @@ pub(crate) struct SearchArgs {
     cursor: Option<String>,
 }
 
-/// The validated configuration: the file (when given), then the flags.
+/// The validated configuration: flag, else environment, else file, else
+/// default, for every setting (see `settings`).
 fn config(common: &Common) -> Result<(ValidConfig, CatalogTarget, StoreTarget), CliError> {
-    let mut raw = match &common.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(CliError::io("read the configuration file"))?;
-            ServiceConfig::parse_toml(&text)?
-        }
-        None => ServiceConfig {
-            spool_dir: "capcat-data/spool".into(),
-            ..ServiceConfig::default()
-        },
-    };
-    let catalog = CatalogTarget::parse(&common.catalog)?;
-    let store = StoreTarget::parse(&common.store)?;
-    if let Some(prefix) = &common.prefix {
-        raw.catalog_prefix.clone_from(prefix);
-    }
-    if let Some(spool) = &common.spool {
-        raw.spool_dir.clone_from(spool);
-    }
-    raw.store_id = store.store_id();
-    raw.catalog_url = catalog.url();
-    raw.s3_endpoint = store.endpoint();
-    raw.allow_insecure_http = raw
-        .s3_endpoint
-        .as_deref()
-        .is_some_and(|e| e.starts_with("http://"));
-    Ok((raw.validate()?, catalog, store))
+    Resolved::new(common, Defaults::cli())?.validate()
+}
+
+/// `capcat settings`: every effective setting and where it came from.
+pub(crate) fn settings(common: &Common) -> Result<(), CliError> {
+    let resolved = Resolved::new(common, Defaults::cli())?;
+    print!("{}", resolved.describe()?);
+    // Validated after printing, so a refused value is seen with its source.
+    resolved.validate()?;
+    Ok(())
 }
 
 /// For a command that runs the service as the spool's owner: refuses at
@@ -274,7 +259,7 @@ pub(crate) async fn hydrate(
 ) -> Result<(), CliError> {
     let (cfg, target, store_target) = config(common)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let store = store_target.open(cfg.raw.allow_insecure_http)?;
     let pinned = catalog.pin().await?;
     let lookup = catalog
         .get_by_ids(tenant, BTreeSet::from([id]), pinned)
@@ -610,7 +595,7 @@ pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), Cl
     cfg.raw.reconcile_on_start = true;
     refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let store = store_target.open(cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
 }
 
@@ -649,7 +634,7 @@ pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliErr
         println!("  owns_spool = false: .open files are left for the spool's owner");
     }
     let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let store = store_target.open(cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await?;
     let (ready_after, open_after) = spool_counts(&spool_dir)?;
     println!(
@@ -669,7 +654,7 @@ pub(crate) async fn ingest(
     let (cfg, target, store_target) = config(common)?;
     refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let store = store_target.open(cfg.raw.allow_insecure_http)?;
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(CliError::io("list the ingest directory"))?
         .filter_map(Result::ok)

@@ -7,6 +7,9 @@ use capcat_clickhouse::{Catalog, CatalogError, HttpOptions};
 use capcat_proto::{Config, Tables};
 use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
 
+/// The signing region of an S3 store that names none.
+pub(crate) const DEFAULT_REGION: &str = "us-east-1";
+
 /// A catalog location.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CatalogTarget {
@@ -30,6 +33,30 @@ pub(crate) enum StoreTarget {
         /// The signing region.
         region: String,
     },
+}
+
+impl std::fmt::Display for CatalogTarget {
+    /// As `--catalog` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Embedded(path) => write!(f, "embedded:{}", path.display()),
+            Self::Http(url) => f.write_str(url),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreTarget {
+    /// As `--store` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(dir) => write!(f, "local:{}", dir.display()),
+            Self::S3 {
+                bucket,
+                endpoint,
+                region,
+            } => write!(f, "s3://{bucket}?endpoint={endpoint}&region={region}"),
+        }
+    }
 }
 
 /// A refused `--catalog` or `--store`, or one that could not be opened.
@@ -150,7 +177,7 @@ impl StoreTarget {
         let rest = value.strip_prefix("s3://").ok_or_else(syntax)?;
         let (bucket, query) = rest.split_once('?').ok_or_else(syntax)?;
         let mut endpoint = None;
-        let mut region = "us-east-1".to_owned();
+        let mut region = DEFAULT_REGION.to_owned();
         for pair in query.split('&') {
             match pair.split_once('=') {
                 Some(("endpoint", v)) => endpoint = Some(v.to_owned()),
@@ -170,11 +197,12 @@ impl StoreTarget {
     }
 
     /// Opens the store. S3 credentials come from `AWS_ACCESS_KEY_ID` and
-    /// `AWS_SECRET_ACCESS_KEY`.
+    /// `AWS_SECRET_ACCESS_KEY`; a plain-HTTP endpoint is used only with
+    /// `allow_http` (the effective `allow_insecure_http`).
     ///
     /// # Errors
     /// The directory cannot be created or the S3 configuration is refused.
-    pub(crate) fn open(&self) -> Result<AnyStore, TargetError> {
+    pub(crate) fn open(&self, allow_http: bool) -> Result<AnyStore, TargetError> {
         match self {
             Self::Local(dir) => LocalStore::open(dir.clone())
                 .map(AnyStore::from)
@@ -190,7 +218,7 @@ impl StoreTarget {
                     bucket.clone(),
                     S3Credentials::Environment,
                 );
-                config.allow_http = endpoint.starts_with("http://");
+                config.allow_http = allow_http;
                 S3Store::new(&config)
                     .map(AnyStore::from)
                     .map_err(|e| TargetError::Store(e.to_string()))

@@ -547,3 +547,284 @@ fn a_successful_run_exits_cleanly_at_every_log_level_without_colour_codes() {
         }
     }
 }
+
+/// The environment variables of the shared flags: removed from every child
+/// a settings test starts, so the machine's environment cannot decide it.
+const SETTINGS_ENV: [&str; 5] = [
+    "CAPCAT_CONFIG",
+    "CAPCAT_CATALOG",
+    "CAPCAT_STORE",
+    "CAPCAT_PREFIX",
+    "CAPCAT_SPOOL",
+];
+
+/// `capcat` with exactly `args` and `env` (no shared flags added).
+fn capcat_bare(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command.args(args);
+    for var in SETTINGS_ENV {
+        command.env_remove(var);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A configuration file setting every key to a value other than its
+/// default, one `key = value` a line (values written as JSON writes them,
+/// so `capcat settings` prints each line back unchanged).
+fn every_key_toml(dir: &Path) -> String {
+    format!(
+        "spool_dir = \"{}\"\n\
+         catalog_prefix = \"from_file\"\n\
+         store_id = \"s3:file-bucket\"\n\
+         holder = \"file-holder\"\n\
+         owns_spool = false\n\
+         poll_interval_s = 0.02\n\
+         max_backoff_s = 7.0\n\
+         lease_ttl_s = 20.0\n\
+         publish_timeout_s = 5.0\n\
+         close_flush_timeout_s = 11.0\n\
+         catalog_connect_timeout_s = 3.0\n\
+         catalog_request_timeout_s = 33.0\n\
+         demand_publish_timeout_s = 9.0\n\
+         demand_max_in_flight = 2\n\
+         reconcile_on_start = false\n\
+         reconcile_interval_s = 120.0\n\
+         status_interval_s = 2.0\n\
+         max_index_attempts = 3\n\
+         index_batch_budget_bytes = 1048576\n\
+         max_packs_per_cycle = 8\n\
+         max_pack_records = 100\n\
+         max_pack_payload_bytes = 65536\n\
+         catalog_url = \"http://127.0.0.1:9\"\n\
+         s3_endpoint = \"http://127.0.0.1:9\"\n\
+         allow_insecure_http = true\n\
+         read_byte_limit = 4096\n\
+         read_request_limit = 10\n",
+        dir.join("file-spool").display()
+    )
+}
+
+/// Issue 16, settings silently ignored: every key a `--config` file sets is
+/// the effective value unless a flag or its environment variable sets it;
+/// a flag beats the environment, the environment beats the file. Needs no
+/// engine: `capcat settings` opens nothing.
+#[test]
+fn every_key_of_a_config_file_is_effective_unless_a_flag_or_the_environment_sets_it() {
+    let work = tempfile::tempdir().unwrap();
+    let toml = every_key_toml(work.path());
+    let file = work.path().join("capcat.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let file = file.to_str().unwrap();
+
+    let (ok, said) = capcat_bare(&["--config", file, "settings"], &[]);
+    assert!(ok, "{said}");
+    for line in toml.lines() {
+        let expected = format!("{line}  (config file)");
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+    // Every key the service has is in the file: a key added later fails
+    // here until the file above sets it.
+    let keys = said.lines().filter(|l| l.contains(" = ")).count();
+    assert_eq!(keys, toml.lines().count() + 3, "{said}");
+    assert!(
+        said.contains("catalog = http://127.0.0.1:9  (config file)"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "store = s3://file-bucket?endpoint=http://127.0.0.1:9&region=us-east-1  (config file)"
+        ),
+        "{said}"
+    );
+
+    // Flags beat the file, key by key; keys without a flag stay the file's.
+    let spool = work.path().join("flag-spool");
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file,
+            "--catalog",
+            "embedded:flag-catalog",
+            "--store",
+            "local:flag-store",
+            "--prefix",
+            "from_flag",
+            "--spool",
+            spool.to_str().unwrap(),
+            "settings",
+        ],
+        &[("CAPCAT_PREFIX", "from_env")],
+    );
+    assert!(ok, "{said}");
+    for expected in [
+        "catalog = embedded:flag-catalog  (flag --catalog)".to_owned(),
+        "store = local:flag-store  (flag --store)".to_owned(),
+        "catalog_url = null  (flag --catalog)".to_owned(),
+        "s3_endpoint = null  (flag --store)".to_owned(),
+        "store_id = \"local\"  (flag --store)".to_owned(),
+        "allow_insecure_http = false  (flag --store)".to_owned(),
+        "catalog_prefix = \"from_flag\"  (flag --prefix)".to_owned(),
+        format!("spool_dir = \"{}\"  (flag --spool)", spool.display()),
+        "lease_ttl_s = 20.0  (config file)".to_owned(),
+        "holder = \"file-holder\"  (config file)".to_owned(),
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+
+    // The environment beats the file (and names itself), the file named by
+    // CAPCAT_CONFIG included.
+    let (ok, said) = capcat_bare(
+        &["settings"],
+        &[
+            ("CAPCAT_CONFIG", file),
+            ("CAPCAT_PREFIX", "from_env"),
+            ("CAPCAT_CATALOG", "embedded:env-catalog"),
+        ],
+    );
+    assert!(ok, "{said}");
+    for expected in [
+        format!("config = {file}  (environment CAPCAT_CONFIG)"),
+        "catalog_prefix = \"from_env\"  (environment CAPCAT_PREFIX)".to_owned(),
+        "catalog = embedded:env-catalog  (environment CAPCAT_CATALOG)".to_owned(),
+        "max_pack_records = 100  (config file)".to_owned(),
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+
+    // Nothing given: the defaults, said so.
+    let (ok, said) = capcat_bare(&["settings"], &[]);
+    assert!(ok, "{said}");
+    for expected in [
+        "catalog = embedded:capcat-data/catalog  (default)",
+        "store = local:capcat-data/store  (default)",
+        "spool_dir = \"capcat-data/spool\"  (default)",
+        "catalog_prefix = \"capcat\"  (default)",
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+}
+
+/// Issue 16, settings silently ignored, as a user meets it: a file's
+/// `catalog_url` is the catalog a command opens (it used to open the
+/// embedded default instead), and a file's plain-HTTP `s3_endpoint` without
+/// `allow_insecure_http` is refused (it used to be replaced by the local
+/// default store).
+#[test]
+fn a_config_files_catalog_url_and_s3_endpoint_are_the_ones_used() {
+    if !engine("config_used", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let file = dir.join("http-catalog.toml");
+    // Port 9 (discard): nothing listens there, so the connection is refused.
+    std::fs::write(
+        &file,
+        format!(
+            "catalog_url = \"http://127.0.0.1:9\"\nspool_dir = \"{}\"\n",
+            dir.join("spool").display()
+        ),
+    )
+    .unwrap();
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "search",
+            "--tenant",
+            "t",
+        ],
+        &[],
+    );
+    assert!(
+        !ok,
+        "search succeeded without its configured catalog:\n{said}"
+    );
+    assert!(said.contains("transport failure"), "{said}");
+    assert!(
+        !dir.join("capcat-data").exists(),
+        "an embedded catalog was created"
+    );
+
+    let file = dir.join("http-store.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "s3_endpoint = \"http://127.0.0.1:9\"\nstore_id = \"s3:b\"\n\
+             spool_dir = \"{}\"\n",
+            dir.join("spool").display()
+        ),
+    )
+    .unwrap();
+    let inputs = dir.join("in");
+    write_inputs(&inputs);
+    let catalog = format!("embedded:{}", dir.join("catalog").display());
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "--catalog",
+            &catalog,
+            "ingest",
+            inputs.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        !ok,
+        "ingest succeeded without its configured store:\n{said}"
+    );
+    assert!(said.contains("plain HTTP"), "{said}");
+}
+
+/// Issue 16: `capcat demo` offers the shared flags, so it honours them: a
+/// demo given `--prefix` writes its catalog under that prefix (it used to
+/// use `capcat_demo` whatever the flag said).
+#[test]
+fn the_demo_honours_the_shared_flags() {
+    if !engine("demo_flags", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("demo");
+    let (ok, said) = capcat_bare(
+        &[
+            "--prefix",
+            "demo_flag",
+            "demo",
+            "--records",
+            "24",
+            "--run",
+            "flags",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{said}");
+    assert!(said.contains("--prefix demo_flag"), "{said}");
+    let capcat = Capcat::local(&dir, "demo_flag");
+    let found = search_rows(&capcat.run(&["search", "--tenant", "demo", "--run", "flags"]));
+    assert_eq!(found.len(), 24, "{found:?}");
+}

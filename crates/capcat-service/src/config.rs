@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use capcat_proto::Tables;
 use capcat_s3::CatalogPrefix;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The smallest poll interval: below it the loop would spin.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(1);
@@ -166,7 +166,7 @@ impl std::fmt::Display for Shown {
 }
 
 /// The service configuration as written in TOML (seconds as numbers).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceConfig {
     /// The spool directory the sink writes packs into.
