@@ -16,7 +16,7 @@ use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
 
 use crate::settings::{Defaults, Resolved};
-use crate::target::{CatalogTarget, StoreTarget};
+use crate::target::{Access, CatalogTarget, StoreTarget};
 use crate::{CliError, Common};
 
 /// Arguments of `capcat search`.
@@ -34,7 +34,8 @@ pub(crate) struct SearchArgs {
     /// Only tensor names starting with this (a module path).
     #[arg(long)]
     tensor_prefix: Option<String>,
-    /// Only this dtype (F32, BF16, I64, ...).
+    /// Only this dtype, in any case: F64, F32, BF16, F16, I64, I32, I16, I8,
+    /// U8 or BOOL.
     #[arg(long)]
     dtype: Option<String>,
     /// Only steps from this one.
@@ -77,8 +78,13 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<Catalog, CliError> {
+fn open_catalog(
+    cfg: &ValidConfig,
+    target: &CatalogTarget,
+    access: Access,
+) -> Result<Catalog, CliError> {
     Ok(target.open(
+        access,
         &cfg.tables,
         &cfg.protocol,
         cfg.catalog_request_timeout,
@@ -117,8 +123,10 @@ fn print_rows(rows: &[CaptureDescriptor]) {
 
 /// `capcat search`.
 pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliError> {
+    check_name("--tenant", &args.tenant)?;
+    let dtype = args.dtype.as_deref().map(dtype_filter).transpose()?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let cursor = match &args.cursor {
         Some(token) => Some(Cursor::from_token(token)?),
         None => None,
@@ -129,7 +137,7 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
             experiment_id: args.experiment,
             run_id: args.run,
             tensor_name_prefix: args.tensor_prefix,
-            dtype: args.dtype,
+            dtype,
             step: Range {
                 from: args.step_from,
                 until: args.step_until,
@@ -152,10 +160,47 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     Ok(())
 }
 
+/// Refuses a name that cannot be what the user meant: empty (every capture
+/// needs a tenant, and an empty one is a shell variable that was not set)
+/// or holding a control character (a pasted newline or escape, which would
+/// also corrupt every line the CLI prints).
+pub(crate) fn check_name(what: &str, value: &str) -> Result<(), CliError> {
+    let reason = if value.is_empty() {
+        "must not be empty"
+    } else if value.chars().any(char::is_control) {
+        "must not contain control characters"
+    } else {
+        return Ok(());
+    };
+    Err(CliError::BadName {
+        what: what.to_owned(),
+        value: value.to_owned(),
+        reason,
+    })
+}
+
+/// The dtype of a `--dtype` filter, whatever its case, as the catalog
+/// spells it; anything else is refused with the list of dtypes.
+fn dtype_filter(text: &str) -> Result<String, CliError> {
+    Dtype::ALL
+        .into_iter()
+        .find(|d| d.name().eq_ignore_ascii_case(text))
+        .map(|d| d.name().to_owned())
+        .ok_or_else(|| CliError::BadFlag {
+            flag: "--dtype",
+            value: format!("{text:?}"),
+            reason: format!(
+                "expected one of {}",
+                Dtype::ALL.map(|d| d.name()).join(", ")
+            ),
+        })
+}
+
 /// `capcat get`.
 pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let pinned = catalog.pin().await?;
     let lookup = catalog
         .get_by_ids(tenant, ids.into_iter().collect(), pinned)
@@ -164,6 +209,13 @@ pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result
     print_rows(&rows);
     for id in &lookup.missing {
         println!("{id}  not found at pinned version {pinned}");
+    }
+    // A lookup that misses fails, so a script sees it in the exit code.
+    if !lookup.missing.is_empty() {
+        return Err(CliError::NotFound {
+            missing: lookup.missing.len(),
+            asked: lookup.missing.len() + lookup.records.len(),
+        });
     }
     Ok(())
 }
@@ -257,9 +309,10 @@ pub(crate) async fn hydrate(
     id: Uuid,
     out: &Path,
 ) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
     let (cfg, target, store_target) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open(cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let store = store_target.open(Access::ReadOnly, cfg.raw.allow_insecure_http)?;
     let pinned = catalog.pin().await?;
     let lookup = catalog
         .get_by_ids(tenant, BTreeSet::from([id]), pinned)
@@ -296,7 +349,7 @@ pub(crate) async fn hydrate(
         Some("safetensors") => safetensors_file(&d.tensor_name, dtype, &d.shape, &payload)?,
         _ => payload.to_vec(),
     };
-    std::fs::write(out, data).map_err(CliError::io("write the output"))?;
+    std::fs::write(out, data).map_err(CliError::at("write the output", out))?;
     println!(
         "{} ({} {:?}, {} bytes verified) -> {}",
         d.tensor_name,
@@ -405,8 +458,12 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
     );
     // An embedded catalog is open in one process at a time: while the
     // service runs, the catalog half of the status is its error.
-    let catalog = match open_catalog(&cfg, &target) {
+    let catalog = match open_catalog(&cfg, &target, Access::ReadOnly) {
         Ok(catalog) => catalog,
+        Err(e @ CliError::Target(crate::target::TargetError::Missing { .. })) => {
+            println!("{e}");
+            return Ok(());
+        }
         Err(e) => {
             println!(
                 "catalog {}: {e} (an embedded catalog cannot be read while its service runs)",
@@ -450,7 +507,7 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
 /// `capcat schema check`.
 pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let outcome = catalog
         .ensure_schema()
         .await
@@ -467,7 +524,7 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
         ));
     }
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let n = capcat_proto::schema::drop_schema(catalog.tables()).len();
     catalog
         .drop_schema()
@@ -594,8 +651,8 @@ pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), Cl
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
     refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open(cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
 }
 
@@ -604,11 +661,13 @@ fn spool_counts(dir: &Path) -> Result<(usize, usize), CliError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
-        Err(e) => return Err(CliError::io("list the spool")(e)),
+        Err(e) => return Err(CliError::at("list the spool", dir)(e)),
     };
     let (mut ready, mut open) = (0, 0);
     for entry in entries {
-        let name = entry.map_err(CliError::io("list the spool"))?.file_name();
+        let name = entry
+            .map_err(CliError::at("list the spool", dir))?
+            .file_name();
         let name = name.to_string_lossy();
         if name.ends_with(capcat_service::spool::READY_SUFFIX) {
             ready += 1;
@@ -633,14 +692,38 @@ pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliErr
     if !cfg.raw.owns_spool && open > 0 {
         println!("  owns_spool = false: .open files are left for the spool's owner");
     }
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open(cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await?;
     let (ready_after, open_after) = spool_counts(&spool_dir)?;
     println!(
         "drained: {ready_after} sealed and {open_after} unsealed pack file(s) left in the spool"
     );
     Ok(())
+}
+
+/// The `.safetensors` files of `dir`, in name order. Each must be a
+/// regular file (a symlink to one is followed): reading a FIFO would block
+/// until something writes to it, and a directory cannot be read at all.
+fn ingest_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(CliError::at("list the ingest directory", dir))?;
+    for entry in entries {
+        let path = entry
+            .map_err(CliError::at("list the ingest directory", dir))?
+            .path();
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    for file in &files {
+        let meta = std::fs::metadata(file).map_err(CliError::at("read", file))?;
+        if !meta.is_file() {
+            return Err(CliError::NotRegularFile { path: file.clone() });
+        }
+    }
+    Ok(files)
 }
 
 /// `capcat ingest`.
@@ -651,23 +734,20 @@ pub(crate) async fn ingest(
     experiment: &str,
     run: &str,
 ) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
+    check_name("--experiment", experiment)?;
+    check_name("--run", run)?;
     let (cfg, target, store_target) = config(common)?;
-    refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open(cfg.raw.allow_insecure_http)?;
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(CliError::io("list the ingest directory"))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    files.sort();
+    // The input is read whole before the catalog is opened: a wrong
+    // directory or a bad file fails without creating or touching anything.
+    let files = ingest_files(dir)?;
     let mut records = Vec::new();
     for (step, file) in files.iter().enumerate() {
-        let bytes = std::fs::read(file).map_err(CliError::io("read a safetensors file"))?;
+        let bytes = std::fs::read(file).map_err(CliError::at("read", file))?;
         let tensors = crate::ingest::parse_safetensors(&bytes)
             .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
         for tensor in tensors {
+            check_name(&format!("{}: tensor name", file.display()), &tensor.name)?;
             let captured_at_ns = capcat_clickhouse::unix_now_ns();
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
@@ -697,6 +777,9 @@ pub(crate) async fn ingest(
         records.len(),
         files.len()
     );
+    refuse_owned_spool(&cfg)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, Duration::ZERO, move |service| {
         for (metadata, payload) in records {
             service

@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use uuid::Uuid;
 
 use crate::settings::{Defaults, Resolved};
+use crate::target::Access;
 use crate::workload;
 use crate::{CliError, Common};
 
@@ -53,6 +54,17 @@ fn spinner(what: &str) -> ProgressBar {
 /// # Errors
 /// Any step failing, named.
 pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), CliError> {
+    // Refused here, naming the flag: further on a zero becomes
+    // `max_pack_records = 0`, a key the user never wrote.
+    for (flag, value) in [("--records", options.records), ("--packs", options.packs)] {
+        if value == 0 {
+            return Err(CliError::BadFlag {
+                flag,
+                value: value.to_string(),
+                reason: "must be at least 1".to_owned(),
+            });
+        }
+    }
     let temp;
     let dir: PathBuf = match &options.dir {
         Some(dir) => dir.clone(),
@@ -64,7 +76,7 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
             temp.path().to_owned()
         }
     };
-    std::fs::create_dir_all(&dir).map_err(CliError::io("create the demo directory"))?;
+    std::fs::create_dir_all(&dir).map_err(CliError::at("create the demo directory", &dir))?;
     println!("capcat demo in {}", dir.display());
     // The directory's layout and the demo's short timings are the demo's
     // defaults; flags, environment and a --config file override them by
@@ -108,7 +120,15 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
 
     let loading = spinner("loading the catalog engine");
     let engine_started = Instant::now();
+    // A verification only reads: a mistyped --dir is an error, not a new
+    // empty catalog.
+    let access = if options.verify_only {
+        Access::ReadOnly
+    } else {
+        Access::Create
+    };
     let catalog = catalog_target.open(
+        access,
         &config.tables,
         &config.protocol,
         config.catalog_request_timeout,
@@ -119,7 +139,7 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
         engine_started.elapsed()
     ));
 
-    let store = store_target.open(config.raw.allow_insecure_http)?;
+    let store = store_target.open(access, config.raw.allow_insecure_http)?;
     if options.verify_only {
         return verify_only(&catalog, &store, &config, &options).await;
     }
@@ -311,6 +331,15 @@ async fn verify_only(
     options: &DemoOptions,
 ) -> Result<(), CliError> {
     let all = search_all(catalog, &options.run, None).await?;
+    if all.is_empty() {
+        // Nothing to verify is a failure: a mistyped --run or --dir would
+        // otherwise "verify" zero records and exit 0.
+        return Err(CliError::Verify(format!(
+            "run {:?}: no record of it in catalog {} (check --run and --dir)",
+            options.run,
+            config.tables.prefix()
+        )));
+    }
     let mut per_pack: BTreeMap<Uuid, u64> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     for d in &all {

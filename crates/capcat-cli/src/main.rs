@@ -251,6 +251,41 @@ pub(crate) enum CliError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A name given on the command line or read from a file is refused.
+    #[error("{what} {value:?}: {reason}")]
+    BadName {
+        /// Which name (`--tenant`, a tensor name of a file, ...).
+        what: String,
+        /// The name.
+        value: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A flag's value is refused.
+    #[error("{flag} {value}: {reason}")]
+    BadFlag {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// Why, and what is accepted.
+        reason: String,
+    },
+    /// Some of the captures asked for are not in the catalog.
+    #[error("{missing} of {asked} capture(s) not found")]
+    NotFound {
+        /// How many are missing.
+        missing: usize,
+        /// How many were asked for.
+        asked: usize,
+    },
+    /// A path that must be a regular file is not one (a directory, a FIFO,
+    /// a device): reading a FIFO would block until something writes to it.
+    #[error("{}: not a regular file", path.display())]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// A verification of the demo failed.
     #[error("verification failed: {0}")]
     Verify(String),
@@ -262,6 +297,12 @@ pub(crate) enum CliError {
 impl CliError {
     fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
         move |source| Self::Io { what, source }
+    }
+
+    /// An IO error naming the path it happened on.
+    fn at(what: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_owned();
+        move |source| Self::Path { what, path, source }
     }
 }
 

@@ -10,6 +10,18 @@ use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
 /// The signing region of an S3 store that names none.
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
 
+/// Whether a command may create what it opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A command that only reads (search, get, hydrate, status, a demo
+    /// verification): a mistyped `embedded:` or `local:` path is an error,
+    /// not a new empty catalog or store left behind.
+    ReadOnly,
+    /// A command that writes: the catalog and store directories are created
+    /// when absent.
+    Create,
+}
+
 /// A catalog location.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CatalogTarget {
@@ -79,6 +91,37 @@ pub(crate) enum TargetError {
     /// The store could not be opened.
     #[error("store: {0}")]
     Store(String),
+    /// A read-only command was pointed at a directory that does not exist.
+    #[error(
+        "{what} {}: no such directory (check {flag}; a command that writes, \
+         such as `capcat schema check` or `capcat ingest`, creates it)",
+        path.display()
+    )]
+    Missing {
+        /// "catalog" or "store".
+        what: &'static str,
+        /// The flag that names it.
+        flag: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+}
+
+/// Refuses a missing directory for a read-only command.
+fn require_dir(
+    access: Access,
+    what: &'static str,
+    flag: &'static str,
+    path: &std::path::Path,
+) -> Result<(), TargetError> {
+    if access == Access::ReadOnly && !path.is_dir() {
+        return Err(TargetError::Missing {
+            what,
+            flag,
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 impl CatalogTarget {
@@ -111,6 +154,7 @@ impl CatalogTarget {
     /// The engine cannot be loaded or the URL is refused.
     pub(crate) fn open(
         &self,
+        access: Access,
         tables: &Tables,
         protocol: &Config,
         request_timeout: Duration,
@@ -118,6 +162,7 @@ impl CatalogTarget {
     ) -> Result<Catalog, TargetError> {
         let catalog = match self {
             Self::Embedded(path) => {
+                require_dir(access, "catalog", "--catalog", path)?;
                 crate::engine_fetch::ensure_libchdb()
                     .map_err(|e| TargetError::Catalog(e.to_string()))?;
                 std::fs::create_dir_all(path)
@@ -202,11 +247,14 @@ impl StoreTarget {
     ///
     /// # Errors
     /// The directory cannot be created or the S3 configuration is refused.
-    pub(crate) fn open(&self, allow_http: bool) -> Result<AnyStore, TargetError> {
+    pub(crate) fn open(&self, access: Access, allow_http: bool) -> Result<AnyStore, TargetError> {
         match self {
-            Self::Local(dir) => LocalStore::open(dir.clone())
-                .map(AnyStore::from)
-                .map_err(|e| TargetError::Store(e.to_string())),
+            Self::Local(dir) => {
+                require_dir(access, "store", "--store", dir)?;
+                LocalStore::open(dir.clone())
+                    .map(AnyStore::from)
+                    .map_err(|e| TargetError::Store(e.to_string()))
+            }
             Self::S3 {
                 bucket,
                 endpoint,

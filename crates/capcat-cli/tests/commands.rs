@@ -828,3 +828,231 @@ fn the_demo_honours_the_shared_flags() {
     let found = search_rows(&capcat.run(&["search", "--tenant", "demo", "--run", "flags"]));
     assert_eq!(found.len(), 24, "{found:?}");
 }
+
+/// `capcat` with `capcat`'s shared flags and `args`, killed (and the test
+/// failed) if it runs longer than `limit`: a hang is a failure, not a stuck
+/// test run. Returns (success, stdout + stderr).
+fn run_bounded(capcat: &Capcat, args: &[&str], limit: std::time::Duration) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command
+        .arg("--catalog")
+        .arg(format!("embedded:{}", capcat.dir.join("catalog").display()))
+        .args(["--store", &capcat.store, "--prefix", &capcat.prefix])
+        .arg("--spool")
+        .arg(capcat.dir.join("spool"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let started = std::time::Instant::now();
+    // Bounded by `limit`: 20 ms polls.
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("capcat {args:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Issue 16, input validation at the edge, for ingest: an empty tenant and
+/// names with control characters are refused with a clear error; IO errors
+/// name the path; a directory or a FIFO named `*.safetensors` is refused
+/// (a FIFO used to hang the ingest forever) and nothing is created.
+#[test]
+fn ingest_refuses_bad_names_and_non_regular_files_naming_them() {
+    if !engine("ingest_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_edge");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let limit = std::time::Duration::from_secs(60);
+    let dir = inputs.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec!["ingest", dir, "--tenant", ""],
+            "--tenant \"\": must not be empty",
+        ),
+        (
+            vec!["ingest", dir, "--tenant", "ac\nme"],
+            "--tenant \"ac\\nme\": must not contain control characters",
+        ),
+        (
+            vec!["ingest", dir, "--run", "r\u{1b}[31m"],
+            "--run \"r\\u{1b}[31m\": must not contain control characters",
+        ),
+    ] {
+        let (ok, said) = run_bounded(&capcat, &args, limit);
+        assert!(!ok, "{args:?} succeeded:\n{said}");
+        assert!(
+            said.contains(expected),
+            "{args:?}: no {expected:?} in:\n{said}"
+        );
+    }
+
+    let missing = work.path().join("no-such-dir");
+    let (ok, said) = run_bounded(&capcat, &["ingest", missing.to_str().unwrap()], limit);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("list the ingest directory {}", missing.display())),
+        "{said}"
+    );
+
+    let with_dir = work.path().join("with-dir");
+    write_inputs(&with_dir);
+    let odd = with_dir.join("x.safetensors");
+    std::fs::create_dir(&odd).unwrap();
+    let (ok, said) = run_bounded(&capcat, &["ingest", with_dir.to_str().unwrap()], limit);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("{}: not a regular file", odd.display())),
+        "{said}"
+    );
+
+    let with_fifo = work.path().join("with-fifo");
+    write_inputs(&with_fifo);
+    let fifo = with_fifo.join("y.safetensors");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["ingest", with_fifo.to_str().unwrap()],
+        std::time::Duration::from_secs(20),
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("{}: not a regular file", fifo.display())),
+        "{said}"
+    );
+    // Every refusal came before the catalog or the store was opened.
+    assert!(
+        !work.path().join("catalog").exists(),
+        "a catalog was created"
+    );
+    assert!(!work.path().join("store").exists(), "a store was created");
+}
+
+/// Issue 16, input validation at the edge, for the read commands:
+/// `--dtype` matches in any case and anything else is refused with the
+/// list; `get` of an unknown id exits non-zero; a mistyped `embedded:`
+/// path is an error, and no catalog directory is created for it.
+#[test]
+fn read_commands_check_their_input_and_never_create_a_catalog() {
+    if !engine("read_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_read_edge");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    capcat.run(&["ingest", inputs.to_str().unwrap(), "--tenant", "acme"]);
+    let limit = std::time::Duration::from_secs(60);
+
+    for dtype in ["F32", "f32"] {
+        let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--dtype", dtype]));
+        assert_eq!(found.len(), 1, "--dtype {dtype}: {found:?}");
+        assert_eq!(found[0].1, "layer0.attn.out", "--dtype {dtype}");
+    }
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["search", "--tenant", "acme", "--dtype", "f33"],
+        limit,
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("--dtype \"f33\": expected one of F64, F32, F16, BF16"),
+        "{said}"
+    );
+
+    let known = search_rows(&capcat.run(&["search", "--tenant", "acme"]));
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["get", "--tenant", "acme", &known[0].0, &unknown],
+        limit,
+    );
+    assert!(!ok, "get of an unknown id succeeded:\n{said}");
+    assert!(said.contains(&format!("{unknown}  not found")), "{said}");
+    assert!(said.contains("1 of 2 capture(s) not found"), "{said}");
+
+    // The flags of `capcat` point at a directory that does not exist, as a
+    // mistyped `--catalog embedded:...` does.
+    let mistyped = Capcat::local(&work.path().join("mistyped"), "cli_read_edge");
+    let typo = mistyped.dir.join("catalog");
+    for args in [
+        vec!["search", "--tenant", "acme"],
+        vec!["get", "--tenant", "acme", &unknown],
+        vec!["status"],
+    ] {
+        let (ok, said) = run_bounded(&mistyped, &args, limit);
+        // status reports the catalog half and exits 0; the others fail.
+        assert_eq!(ok, args.contains(&"status"), "{args:?}:\n{said}");
+        assert!(
+            said.contains(&format!("catalog {}: no such directory", typo.display())),
+            "{args:?}:\n{said}"
+        );
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+}
+
+/// Issue 16, input validation at the edge, for the demo: `--records 0`
+/// names `--records` (not `max_pack_records`), and a verification that
+/// finds nothing of the run exits non-zero.
+#[test]
+fn the_demo_names_its_flags_and_a_verification_of_nothing_fails() {
+    if !engine("demo_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("demo");
+    let dir_text = dir.to_str().unwrap();
+    let (ok, said) = capcat_bare(&["demo", "--records", "0", "--dir", dir_text], &[]);
+    assert!(!ok, "{said}");
+    assert!(said.contains("--records 0: must be at least 1"), "{said}");
+    let (ok, said) = capcat_bare(&["demo", "--packs", "0", "--dir", dir_text], &[]);
+    assert!(!ok, "{said}");
+    assert!(said.contains("--packs 0: must be at least 1"), "{said}");
+
+    let (ok, said) = capcat_bare(
+        &[
+            "demo",
+            "--records",
+            "24",
+            "--run",
+            "real",
+            "--dir",
+            dir_text,
+        ],
+        &[],
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = capcat_bare(
+        &["demo", "--verify-only", "--run", "real", "--dir", dir_text],
+        &[],
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = capcat_bare(
+        &[
+            "demo",
+            "--verify-only",
+            "--run",
+            "nonexistent",
+            "--dir",
+            dir_text,
+        ],
+        &[],
+    );
+    assert!(!ok, "a verification of nothing succeeded:\n{said}");
+    assert!(said.contains("no record of it"), "{said}");
+}
