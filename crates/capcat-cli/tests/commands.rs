@@ -1056,3 +1056,51 @@ fn the_demo_names_its_flags_and_a_verification_of_nothing_fails() {
     assert!(!ok, "a verification of nothing succeeded:\n{said}");
     assert!(said.contains("no record of it"), "{said}");
 }
+
+/// Issue 16, "a clean exit", as reported: `RUST_LOG=info capcat status` on
+/// an embedded catalog, 20 times. Each run exits 0 with no panic, no
+/// warning and no escape code in its stderr (a pipe, not a terminal).
+#[test]
+fn status_at_info_exits_cleanly_twenty_times() {
+    if !engine("status_exit", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_status_exit");
+    // A catalog with its schema, so status runs statements that succeed.
+    capcat.run(&["schema", "check"]);
+    for run in 0..20 {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+        command
+            .arg("--catalog")
+            .arg(format!(
+                "embedded:{}",
+                work.path().join("catalog").display()
+            ))
+            .args(["--store", &capcat.store, "--prefix", &capcat.prefix])
+            .arg("--spool")
+            .arg(work.path().join("spool"))
+            .arg("status")
+            .env("RUST_LOG", "info");
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "run {run}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(stdout.contains("published head 0"), "run {run}: {stdout}");
+        assert!(!stderr.contains("panicked"), "run {run}: a panic\n{stderr}");
+        assert!(
+            !out.stderr.contains(&0x1b),
+            "run {run}: an escape code in a pipe\n{stderr}"
+        );
+        assert!(
+            !stderr
+                .lines()
+                .any(|l| l.contains(" WARN ") || l.contains(" ERROR ")),
+            "run {run}: a warning on a successful run\n{stderr}"
+        );
+    }
+}
