@@ -623,6 +623,16 @@ async fn run_service(
     let timeout = cfg.close_flush_timeout;
     let service = start_waiting_for_lease(cfg, None, store, catalog, wait).await?;
     let worked = work(&service);
+    finish_service(service, timeout, worked).await
+}
+
+/// Flushes within `timeout`, closes, prints what the service did, then
+/// returns the first failure: the work's, else the flush's.
+async fn finish_service(
+    service: Service<AnyStore>,
+    timeout: Duration,
+    worked: Result<(), CliError>,
+) -> Result<(), CliError> {
     let flushed = service.flush(timeout).await;
     let snapshot = service.snapshot();
     let close = service.close().await;
@@ -749,13 +759,20 @@ pub(crate) async fn ingest(
         for tensor in tensors {
             check_name(&format!("{}: tensor name", file.display()), &tensor.name)?;
             let captured_at_ns = capcat_clickhouse::unix_now_ns();
+            let capture_id = ingest_capture_id(
+                [tenant, experiment, run, &tensor.name],
+                step as u64,
+                tensor.dtype,
+                &tensor.shape,
+                &tensor.payload,
+            );
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
                     tenant_id: tenant.to_owned(),
                     experiment_id: experiment.to_owned(),
                     run_id: run.to_owned(),
                     captured_at_ns,
-                    capture_id: Uuid::new_v4(),
+                    capture_id,
                 },
                 model: String::new(),
                 module_path: tensor.name.clone(),
@@ -780,14 +797,122 @@ pub(crate) async fn ingest(
     refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
-    run_service(cfg, catalog, store, Duration::ZERO, move |service| {
-        for (metadata, payload) in records {
-            service
-                .append(metadata, payload)
-                .map_err(|e| CliError::Other(e.to_string()))?;
+    let (left_over, _) = spool_counts(&cfg.raw.spool_dir)?;
+    let timeout = cfg.close_flush_timeout;
+    let service =
+        start_waiting_for_lease(cfg, None, store, catalog.clone(), Duration::ZERO).await?;
+    let worked = ingest_new(&service, &catalog, tenant, records, left_over, timeout).await;
+    finish_service(service, timeout, worked).await
+}
+
+/// Appends the records the catalog does not hold yet, and seals them.
+///
+/// Capture ids derive from content ([`ingest_capture_id`]), so a record
+/// the catalog already holds is this very tensor ingested before: it is
+/// skipped, not written again. Packs an earlier ingest sealed but did not
+/// publish (it failed, say, on an unreachable store) are finished first,
+/// and what they held is then skipped the same way: a retry after a
+/// failure leaves one copy.
+async fn ingest_new(
+    service: &Service<AnyStore>,
+    catalog: &Catalog,
+    tenant: &str,
+    records: Vec<(RecordMetadata, bytes::Bytes)>,
+    left_over: usize,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    if left_over > 0 {
+        println!("finishing {left_over} pack(s) left by an earlier ingest");
+    }
+    // Publishes the spool's leftovers (the service took them at start)
+    // before the catalog is asked what it holds.
+    service.flush(timeout).await?;
+    let pinned = catalog.pin().await?;
+    let ids: Vec<Uuid> = records.iter().map(|(m, _)| m.identity.capture_id).collect();
+    let mut present = BTreeSet::new();
+    // In slices, well below the catalog's read_request_limit.
+    for chunk in ids.chunks(1000) {
+        let lookup = catalog
+            .get_by_ids(tenant, chunk.iter().copied().collect(), pinned)
+            .await?;
+        present.extend(lookup.records.into_keys());
+    }
+    if !present.is_empty() {
+        println!(
+            "{} of {} tensor(s) already in the catalog (same tenant, experiment, run, \
+             name, step and bytes): skipped",
+            present.len(),
+            records.len()
+        );
+    }
+    for (metadata, payload) in records {
+        if present.contains(&metadata.identity.capture_id) {
+            continue;
         }
-        service.seal().map_err(|e| CliError::Other(e.to_string()))?;
-        Ok(())
-    })
-    .await
+        service
+            .append(metadata, payload)
+            .map_err(|e| CliError::Other(e.to_string()))?;
+    }
+    service.seal().map_err(|e| CliError::Other(e.to_string()))?;
+    Ok(())
+}
+
+/// The capture id of an ingested tensor: a UUID (version 8, RFC 9562's
+/// custom form) made of the first 16 bytes of a SHA-256 over everything
+/// that makes it this capture: tenant, experiment, run, tensor name, step,
+/// dtype, shape and the payload's own SHA-256. The same bytes ingested
+/// again get the same id, which the catalog already holds; any other
+/// change makes a new capture. Each field is length-prefixed, so no two
+/// different field lists hash the same bytes.
+pub(crate) fn ingest_capture_id(
+    identity: [&str; 4],
+    step: u64,
+    dtype: Dtype,
+    shape: &[u64],
+    payload: &[u8],
+) -> Uuid {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"capcat ingest capture id v1");
+    for field in identity.into_iter().chain([dtype.name()]) {
+        hash.update((field.len() as u64).to_le_bytes());
+        hash.update(field.as_bytes());
+    }
+    hash.update(step.to_le_bytes());
+    hash.update((shape.len() as u64).to_le_bytes());
+    for dim in shape {
+        hash.update(dim.to_le_bytes());
+    }
+    hash.update(sha2::Sha256::digest(payload));
+    let digest = hash.finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ingest_ids_are_the_same_for_the_same_content_and_differ_otherwise() {
+        let id = |names: [&str; 4], step, payload: &[u8]| {
+            ingest_capture_id(names, step, Dtype::F32, &[2], payload)
+        };
+        let base = id(["t", "e", "r", "x"], 0, b"12345678");
+        assert_eq!(base, id(["t", "e", "r", "x"], 0, b"12345678"));
+        assert_eq!(base.get_version_num(), 8);
+        for other in [
+            id(["u", "e", "r", "x"], 0, b"12345678"),
+            id(["t", "e", "r", "y"], 0, b"12345678"),
+            id(["t", "e", "r", "x"], 1, b"12345678"),
+            id(["t", "e", "r", "x"], 0, b"12345679"),
+            // Length prefixes: moving a byte between fields changes the id.
+            id(["te", "", "r", "x"], 0, b"12345678"),
+            ingest_capture_id(["t", "e", "r", "x"], 0, Dtype::I32, &[2], b"12345678"),
+            ingest_capture_id(["t", "e", "r", "x"], 0, Dtype::F32, &[1, 2], b"12345678"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 }

@@ -1104,3 +1104,86 @@ fn status_at_info_exits_cleanly_twenty_times() {
         );
     }
 }
+
+/// Issue 16, idempotent ingest: the same bytes ingested twice are one copy
+/// (the second run skips every tensor and uploads nothing); another run of
+/// the same bytes is other captures.
+#[test]
+fn ingesting_the_same_bytes_twice_gives_one_copy() {
+    if !engine("ingest_twice", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_twice");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let dir = inputs.to_str().unwrap();
+    let first = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r1"]);
+    assert!(first.contains("uploaded 1,"), "{first}");
+    let again = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r1"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--run", "r1"]));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        again.contains("4 of 4 tensor(s) already in the catalog"),
+        "{again}"
+    );
+    assert!(again.contains("uploaded 0,"), "{again}");
+    capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r2"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme"]));
+    assert_eq!(found.len(), 8, "{found:?}");
+}
+
+/// Issue 16, idempotent ingest: an ingest that failed on an unreachable
+/// store leaves its sealed pack in the spool; the next ingest of the same
+/// files finishes it, says so, and does not publish the tensors twice.
+#[test]
+fn an_ingest_retried_after_a_failed_upload_gives_one_copy() {
+    if !engine("ingest_retry", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_retry");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let dir = inputs.to_str().unwrap();
+    // A store nothing listens on (port 9, discard), and a short flush
+    // timeout so the failure comes in seconds.
+    let config = work.path().join("short.toml");
+    std::fs::write(&config, "close_flush_timeout_s = 2.0\n").unwrap();
+    let mut unreachable = Capcat::local(work.path(), "cli_retry");
+    unreachable.store = "s3://bucket?endpoint=http://127.0.0.1:9".to_owned();
+    unreachable.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), "x".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), "y".to_owned()),
+    ];
+    let config_arg = config.to_str().unwrap();
+    let out = unreachable.output(&[
+        "--config", config_arg, "ingest", dir, "--tenant", "acme", "--run", "r3",
+    ]);
+    assert!(
+        !out.status.success(),
+        "ingest to an unreachable store succeeded"
+    );
+    let ready = std::fs::read_dir(work.path().join("spool"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".ready")
+        })
+        .count();
+    assert_eq!(ready, 1, "the failed ingest left no sealed pack");
+    let retry = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r3"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--run", "r3"]));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        retry.contains("finishing 1 pack(s) left by an earlier ingest"),
+        "{retry}"
+    );
+    assert!(
+        retry.contains("4 of 4 tensor(s) already in the catalog"),
+        "{retry}"
+    );
+}
