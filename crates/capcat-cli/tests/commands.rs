@@ -1187,3 +1187,27 @@ fn an_ingest_retried_after_a_failed_upload_gives_one_copy() {
         "{retry}"
     );
 }
+
+/// Issue 16: an idle `drain` or `reconcile` (nothing in the spool, nothing
+/// in the store) returns as soon as it is done. Close used to wait a whole
+/// lease renewal period (lease_ttl_s / 3, 10 s by default) for the lease
+/// keeper, which had missed the stop signal.
+#[test]
+fn an_idle_drain_or_reconcile_returns_at_once() {
+    if !engine("idle_drain", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_idle");
+    capcat.run(&["schema", "check"]);
+    for command in ["drain", "reconcile", "drain"] {
+        let started = std::time::Instant::now();
+        let said = capcat.run(&[command]);
+        let took = started.elapsed();
+        // Well below the 10 s period, well above an idle run's ~0.5 s.
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "idle {command} took {took:?}:\n{said}"
+        );
+    }
+}
