@@ -11,6 +11,7 @@ use capcat_pack::{
 use capcat_proto::CaptureDescriptor;
 use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
+use capcat_proto::schema::EnsureOutcome;
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
 use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
@@ -361,6 +362,14 @@ pub(crate) async fn hydrate(
     Ok(())
 }
 
+/// An age in milliseconds as status prints it; `None` is no pending pack.
+fn age_text(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) => format!("{ms} ms"),
+        None => "none".to_owned(),
+    }
+}
+
 /// Whether process `pid` exists on this machine (Linux `/proc`; a pid can
 /// be reused, so "alive" means "a process with that id runs").
 fn pid_alive(pid: u32) -> bool {
@@ -482,10 +491,10 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
         Ok(report) => {
             let status = &report.status;
             println!(
-                "demand: {} pending pack(s), {} pending byte(s), oldest pending {:?} ms{}",
+                "demand: {} pending pack(s), {} pending byte(s), oldest pending {}{}",
                 status.total.pending_packs,
                 status.total.pending_bytes,
-                status.total.oldest_pending_ms,
+                age_text(status.total.oldest_pending_ms),
                 if report.truncated {
                     " (events truncated)"
                 } else {
@@ -494,8 +503,10 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
             );
             for (shard, s) in &status.shards {
                 println!(
-                    "  shard {shard}: {} pending, {} bytes, oldest {:?} ms",
-                    s.pending_packs, s.pending_bytes, s.oldest_pending_ms
+                    "  shard {shard}: {} pending, {} bytes, oldest {}",
+                    s.pending_packs,
+                    s.pending_bytes,
+                    age_text(s.oldest_pending_ms)
                 );
             }
         }
@@ -512,7 +523,24 @@ pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
         .ensure_schema()
         .await
         .map_err(|e| CliError::Other(e.to_string()))?;
-    println!("catalog {}: {outcome:?}", cfg.tables.prefix());
+    let said = match &outcome {
+        EnsureOutcome::Created => "created".to_owned(),
+        EnsureOutcome::Completed => {
+            "completed (an interrupted install was finished and stamped)".to_owned()
+        }
+        EnsureOutcome::Current { recreated_views } if recreated_views.is_empty() => {
+            "current".to_owned()
+        }
+        EnsureOutcome::Current { recreated_views } => format!(
+            "current; missing view(s) recreated: {}",
+            recreated_views
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    println!("catalog {}: {said}", cfg.tables.prefix());
     Ok(())
 }
 
@@ -596,7 +624,7 @@ pub(crate) async fn start_waiting_for_lease(
                 if !announced {
                     match refusal {
                         LeaseError::Held { holder, .. } => println!(
-                            "the publisher lease is held by {holder:?} (a stopped or killed \
+                            "the publisher lease is held by {holder} (a stopped or killed \
                              process?); waiting up to {wait:.0?} for it to expire"
                         ),
                         _ => println!(

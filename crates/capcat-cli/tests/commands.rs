@@ -1211,3 +1211,29 @@ fn an_idle_drain_or_reconcile_returns_at_once() {
         );
     }
 }
+
+/// Issue 16: messages are words, not Rust `Debug` output: `schema check`
+/// said `Current { recreated_views: {} }`, and status said `oldest pending
+/// None ms`.
+#[test]
+fn schema_check_and_status_print_no_debug_output() {
+    if !engine("no_debug", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_words");
+    let said = capcat.run(&["schema", "check"]);
+    assert!(said.contains("catalog cli_words: created"), "{said}");
+    let said = capcat.run(&["schema", "check"]);
+    assert!(said.contains("catalog cli_words: current\n"), "{said}");
+    let status = capcat.run(&["status"]);
+    assert!(
+        status.contains("demand: 0 pending pack(s), 0 pending byte(s), oldest pending none"),
+        "{status}"
+    );
+    for text in [&said, &status] {
+        for debug in ["Some(", "None", " { ", "}\n"] {
+            assert!(!text.contains(debug), "{debug:?} in:\n{text}");
+        }
+    }
+}
