@@ -1164,6 +1164,14 @@ fn an_ingest_retried_after_a_failed_upload_gives_one_copy() {
         !out.status.success(),
         "ingest to an unreachable store succeeded"
     );
+    // The store's error in words: the cause, and no Rust Debug dump of
+    // the SDK's error (`DispatchFailure(DispatchFailure { source: .. })`).
+    let failed = String::from_utf8_lossy(&out.stderr);
+    assert!(failed.contains("Connection refused"), "{failed}");
+    assert!(
+        !failed.contains("DispatchFailure") && !failed.contains(" { "),
+        "Debug output in the error:\n{failed}"
+    );
     let ready = std::fs::read_dir(work.path().join("spool"))
         .unwrap()
         .filter(|e| {
