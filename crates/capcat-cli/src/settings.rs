@@ -93,7 +93,7 @@ pub(crate) struct Resolved {
     pub store: StoreTarget,
     /// The configuration file read, if any, and what named it.
     pub file: Option<(PathBuf, Source)>,
-    /// Where the catalog and the store came from.
+    /// Where the catalog came from.
     pub catalog_source: Source,
     /// Where the store came from.
     pub store_source: Source,
@@ -105,8 +105,18 @@ pub(crate) struct Resolved {
 
 /// A value of the environment, when set and not empty (an empty variable
 /// is how a shell unsets one for a single command).
-fn env(var: &'static str) -> Option<String> {
-    std::env::var(var).ok().filter(|v| !v.is_empty())
+///
+/// # Errors
+/// The value is not UTF-8: refused, not skipped, or the setting would be
+/// silently ignored.
+fn env(var: &'static str) -> Result<Option<String>, CliError> {
+    match std::env::var(var) {
+        Ok(value) => Ok(Some(value).filter(|v| !v.is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(CliError::Other(format!(
+            "environment variable {var} is not valid UTF-8"
+        ))),
+    }
 }
 
 /// The flag's value, else the variable's, with where it came from.
@@ -114,11 +124,11 @@ fn pick(
     flag: Option<&String>,
     flag_name: &'static str,
     var: &'static str,
-) -> Option<(String, Source)> {
-    match flag {
+) -> Result<Option<(String, Source)>, CliError> {
+    Ok(match flag {
         Some(value) => Some((value.clone(), Source::Flag(flag_name))),
-        None => env(var).map(|value| (value, Source::Env(var))),
-    }
+        None => env(var)?.map(|value| (value, Source::Env(var))),
+    })
 }
 
 impl Resolved {
@@ -132,8 +142,10 @@ impl Resolved {
             .config
             .as_ref()
             .map(|p| (p.clone(), Source::Flag("--config")));
-        let file =
-            config_flag.or_else(|| env(ENV_CONFIG).map(|p| (p.into(), Source::Env(ENV_CONFIG))));
+        let file = match config_flag {
+            Some(file) => Some(file),
+            None => env(ENV_CONFIG)?.map(|p| (p.into(), Source::Env(ENV_CONFIG))),
+        };
         let (mut raw, file_keys) = match &file {
             Some((path, _)) => {
                 let text = std::fs::read_to_string(path).map_err(|source| CliError::Path {
@@ -158,13 +170,13 @@ impl Resolved {
             None => (defaults.base.clone(), BTreeSet::new()),
         };
         let mut overridden = BTreeMap::new();
-        if let Some((prefix, source)) = pick(common.prefix.as_ref(), "--prefix", ENV_PREFIX) {
+        if let Some((prefix, source)) = pick(common.prefix.as_ref(), "--prefix", ENV_PREFIX)? {
             raw.catalog_prefix = prefix;
             overridden.insert("catalog_prefix", source);
         }
         let spool = match &common.spool {
             Some(path) => Some((path.clone(), Source::Flag("--spool"))),
-            None => env(ENV_SPOOL).map(|p| (p.into(), Source::Env(ENV_SPOOL))),
+            None => env(ENV_SPOOL)?.map(|p| (p.into(), Source::Env(ENV_SPOOL))),
         };
         if let Some((spool, source)) = spool {
             raw.spool_dir = spool;
@@ -172,7 +184,7 @@ impl Resolved {
         }
 
         let (catalog, catalog_source) =
-            match pick(common.catalog.as_ref(), "--catalog", ENV_CATALOG) {
+            match pick(common.catalog.as_ref(), "--catalog", ENV_CATALOG)? {
                 Some((text, source)) => {
                     let catalog = CatalogTarget::parse(&text)?;
                     raw.catalog_url = catalog.url();
@@ -187,7 +199,7 @@ impl Resolved {
                 },
             };
 
-        let (store, store_source) = match pick(common.store.as_ref(), "--store", ENV_STORE) {
+        let (store, store_source) = match pick(common.store.as_ref(), "--store", ENV_STORE)? {
             Some((text, source)) => {
                 let store = StoreTarget::parse(&text)?;
                 raw.store_id = store.store_id();

@@ -1245,3 +1245,24 @@ fn schema_check_and_status_print_no_debug_output() {
         }
     }
 }
+
+/// A shared flag's environment variable that is not UTF-8 is refused,
+/// naming it, rather than skipped (which would silently fall back to the
+/// file or the default).
+#[test]
+fn a_non_utf8_setting_variable_is_refused_not_ignored() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command.arg("settings");
+    for var in SETTINGS_ENV {
+        command.env_remove(var);
+    }
+    command.env("CAPCAT_PREFIX", std::ffi::OsStr::from_bytes(b"caps\xffcat"));
+    let out = command.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted:\n{said}");
+    assert!(
+        said.contains("environment variable CAPCAT_PREFIX is not valid UTF-8"),
+        "{said}"
+    );
+}
