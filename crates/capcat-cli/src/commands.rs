@@ -11,7 +11,6 @@ use capcat_pack::{
 use capcat_proto::CaptureDescriptor;
 use capcat_proto::LeaseError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
-use capcat_proto::schema::EnsureOutcome;
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
 use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
@@ -523,24 +522,7 @@ pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
         .ensure_schema()
         .await
         .map_err(|e| CliError::Other(e.to_string()))?;
-    let said = match &outcome {
-        EnsureOutcome::Created => "created".to_owned(),
-        EnsureOutcome::Completed => {
-            "completed (an interrupted install was finished and stamped)".to_owned()
-        }
-        EnsureOutcome::Current { recreated_views } if recreated_views.is_empty() => {
-            "current".to_owned()
-        }
-        EnsureOutcome::Current { recreated_views } => format!(
-            "current; missing view(s) recreated: {}",
-            recreated_views
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    println!("catalog {}: {said}", cfg.tables.prefix());
+    println!("catalog {}: {outcome}", cfg.tables.prefix());
     Ok(())
 }
 

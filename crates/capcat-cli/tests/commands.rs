@@ -1244,6 +1244,17 @@ fn schema_check_and_status_print_no_debug_output() {
             assert!(!text.contains(debug), "{debug:?} in:\n{text}");
         }
     }
+    // The info log of a service start and a reconcile pass, likewise
+    // (`outcome=Current { recreated_views: {} }`, `report=ReconcileReport
+    // { listed: 0, .. }` before).
+    let mut logged = Capcat::local(work.path(), "cli_words");
+    logged.env = vec![("RUST_LOG".to_owned(), "info".to_owned())];
+    let out = logged.output(&["reconcile"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("outcome=current"), "{log}");
+    assert!(log.contains("reconcile pass done listed=0"), "{log}");
+    assert!(!log.contains(" { "), "Debug output in the log:\n{log}");
 }
 
 /// A shared flag's environment variable that is not UTF-8 is refused,
