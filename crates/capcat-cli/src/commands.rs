@@ -5,12 +5,14 @@ use std::path::Path;
 use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
+use capcat_clickhouse::CatalogError;
 use capcat_pack::{
     CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
 };
 use capcat_proto::CaptureDescriptor;
-use capcat_proto::LeaseError;
+use capcat_proto::reader::ReaderError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
+use capcat_proto::{Failure, LeaseError};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
 use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
@@ -147,7 +149,10 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
         cursor,
         page_size: PageSize::new(args.page_size)?,
     };
-    let page = catalog.search(query).await?;
+    let page = catalog
+        .search(query)
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     print_rows(&page.records);
     eprintln!(
         "{} record(s) at pinned version {}",
@@ -158,6 +163,28 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
         println!("next page: --cursor {}", next.to_token());
     }
     Ok(())
+}
+
+/// ClickHouse's UNKNOWN_TABLE: the statement names a table that is not there.
+const UNKNOWN_TABLE: u32 = 60;
+
+/// A catalog read's error, with a missing table said as what it means for
+/// the user (nothing under this prefix) rather than as the server's
+/// exception text.
+fn read_error(prefix: &str) -> impl FnOnce(CatalogError) -> CliError + '_ {
+    move |error| match error {
+        CatalogError::Reader(ReaderError::Statement {
+            failure:
+                Failure::Server {
+                    code: UNKNOWN_TABLE,
+                    ..
+                },
+            ..
+        }) => CliError::NoSchema {
+            prefix: prefix.to_owned(),
+        },
+        other => CliError::Catalog(other),
+    }
 }
 
 /// Refuses a name that cannot be what the user meant: empty (every capture
@@ -201,7 +228,10 @@ pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result
     check_name("--tenant", tenant)?;
     let (cfg, target, _) = config(common)?;
     let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
-    let pinned = catalog.pin().await?;
+    let pinned = catalog
+        .pin()
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     let lookup = catalog
         .get_by_ids(tenant, ids.into_iter().collect(), pinned)
         .await?;
@@ -313,7 +343,10 @@ pub(crate) async fn hydrate(
     let (cfg, target, store_target) = config(common)?;
     let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let store = store_target.open(Access::ReadOnly, cfg.raw.allow_insecure_http)?;
-    let pinned = catalog.pin().await?;
+    let pinned = catalog
+        .pin()
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     let lookup = catalog
         .get_by_ids(tenant, BTreeSet::from([id]), pinned)
         .await?;
@@ -480,8 +513,13 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
             return Ok(());
         }
     };
-    match catalog.pin().await {
+    match catalog.pin().await.map_err(read_error(cfg.tables.prefix())) {
         Ok(w) => println!("catalog {}: published head {w}", cfg.tables.prefix()),
+        // Nothing under this prefix: the demand half would only fail too.
+        Err(e @ CliError::NoSchema { .. }) => {
+            println!("{e}");
+            return Ok(());
+        }
         Err(e) => println!("catalog {}: {e}", cfg.tables.prefix()),
     }
     // Ages are measured by capcat-clickhouse, on the clock the service

@@ -286,6 +286,16 @@ pub(crate) enum CliError {
         /// The path.
         path: PathBuf,
     },
+    /// The catalog has no tables under the prefix: a mistyped `--prefix`,
+    /// or a catalog never created.
+    #[error(
+        "catalog has no Capcat tables under prefix {prefix:?} (check --prefix; \
+         `capcat schema check` creates them)"
+    )]
+    NoSchema {
+        /// The prefix.
+        prefix: String,
+    },
     /// A verification of the demo failed.
     #[error("verification failed: {0}")]
     Verify(String),

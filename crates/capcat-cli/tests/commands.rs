@@ -1277,3 +1277,33 @@ fn a_non_utf8_setting_variable_is_refused_not_ignored() {
         "{said}"
     );
 }
+
+/// A read under a prefix the catalog has no tables for (a mistyped
+/// `--prefix`) says so, instead of the server's UNKNOWN_TABLE exception
+/// text; status reports it and exits 0.
+#[test]
+fn a_read_under_a_prefix_without_tables_names_the_prefix() {
+    if !engine("no_schema", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    Capcat::local(work.path(), "cli_real").run(&["schema", "check"]);
+    let typo = Capcat::local(work.path(), "cli_rael");
+    let limit = std::time::Duration::from_secs(60);
+    let hint = "catalog has no Capcat tables under prefix \"cli_rael\" (check --prefix";
+    for args in [
+        vec!["search", "--tenant", "acme"],
+        vec![
+            "get",
+            "--tenant",
+            "acme",
+            "00000000-0000-0000-0000-000000000001",
+        ],
+        vec!["status"],
+    ] {
+        let (ok, said) = run_bounded(&typo, &args, limit);
+        assert_eq!(ok, args == ["status"], "{args:?}:\n{said}");
+        assert!(said.contains(hint), "{args:?}:\n{said}");
+        assert!(!said.contains("DB::Exception"), "{args:?}:\n{said}");
+    }
+}
