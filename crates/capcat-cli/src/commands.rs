@@ -5,17 +5,20 @@ use std::path::Path;
 use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
+use capcat_clickhouse::CatalogError;
 use capcat_pack::{
     CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
 };
 use capcat_proto::CaptureDescriptor;
-use capcat_proto::LeaseError;
+use capcat_proto::reader::ReaderError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
+use capcat_proto::{Failure, LeaseError};
 use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
-use capcat_service::{Catalog, Service, ServiceConfig, StartError, ValidConfig};
+use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
 
-use crate::target::{CatalogTarget, StoreTarget};
+use crate::settings::{Defaults, Resolved};
+use crate::target::{Access, CatalogTarget, StoreTarget};
 use crate::{CliError, Common};
 
 /// Arguments of `capcat search`.
@@ -33,7 +36,8 @@ pub(crate) struct SearchArgs {
     /// Only tensor names starting with this (a module path).
     #[arg(long)]
     tensor_prefix: Option<String>,
-    /// Only this dtype (F32, BF16, I64, ...).
+    /// Only this dtype, in any case: F64, F32, BF16, F16, I64, I32, I16, I8,
+    /// U8 or BOOL.
     #[arg(long)]
     dtype: Option<String>,
     /// Only steps from this one.
@@ -50,35 +54,19 @@ pub(crate) struct SearchArgs {
     cursor: Option<String>,
 }
 
-/// The validated configuration: the file (when given), then the flags.
+/// The validated configuration: flag, else environment, else file, else
+/// default, for every setting (see `settings`).
 fn config(common: &Common) -> Result<(ValidConfig, CatalogTarget, StoreTarget), CliError> {
-    let mut raw = match &common.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(CliError::io("read the configuration file"))?;
-            ServiceConfig::parse_toml(&text)?
-        }
-        None => ServiceConfig {
-            spool_dir: "capcat-data/spool".into(),
-            ..ServiceConfig::default()
-        },
-    };
-    let catalog = CatalogTarget::parse(&common.catalog)?;
-    let store = StoreTarget::parse(&common.store)?;
-    if let Some(prefix) = &common.prefix {
-        raw.catalog_prefix.clone_from(prefix);
-    }
-    if let Some(spool) = &common.spool {
-        raw.spool_dir.clone_from(spool);
-    }
-    raw.store_id = store.store_id();
-    raw.catalog_url = catalog.url();
-    raw.s3_endpoint = store.endpoint();
-    raw.allow_insecure_http = raw
-        .s3_endpoint
-        .as_deref()
-        .is_some_and(|e| e.starts_with("http://"));
-    Ok((raw.validate()?, catalog, store))
+    Resolved::new(common, Defaults::cli())?.validate()
+}
+
+/// `capcat settings`: every effective setting and where it came from.
+pub(crate) fn settings(common: &Common) -> Result<(), CliError> {
+    let resolved = Resolved::new(common, Defaults::cli())?;
+    print!("{}", resolved.describe()?);
+    // Validated after printing, so a refused value is seen with its source.
+    resolved.validate()?;
+    Ok(())
 }
 
 /// For a command that runs the service as the spool's owner: refuses at
@@ -92,8 +80,13 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-fn open_catalog(cfg: &ValidConfig, target: &CatalogTarget) -> Result<Catalog, CliError> {
+fn open_catalog(
+    cfg: &ValidConfig,
+    target: &CatalogTarget,
+    access: Access,
+) -> Result<Catalog, CliError> {
     Ok(target.open(
+        access,
         &cfg.tables,
         &cfg.protocol,
         cfg.catalog_request_timeout,
@@ -132,8 +125,10 @@ fn print_rows(rows: &[CaptureDescriptor]) {
 
 /// `capcat search`.
 pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliError> {
+    check_name("--tenant", &args.tenant)?;
+    let dtype = args.dtype.as_deref().map(dtype_filter).transpose()?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let cursor = match &args.cursor {
         Some(token) => Some(Cursor::from_token(token)?),
         None => None,
@@ -144,7 +139,7 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
             experiment_id: args.experiment,
             run_id: args.run,
             tensor_name_prefix: args.tensor_prefix,
-            dtype: args.dtype,
+            dtype,
             step: Range {
                 from: args.step_from,
                 until: args.step_until,
@@ -154,7 +149,10 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
         cursor,
         page_size: PageSize::new(args.page_size)?,
     };
-    let page = catalog.search(query).await?;
+    let page = catalog
+        .search(query)
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     print_rows(&page.records);
     eprintln!(
         "{} record(s) at pinned version {}",
@@ -167,11 +165,73 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     Ok(())
 }
 
+/// ClickHouse's UNKNOWN_TABLE: the statement names a table that is not there.
+const UNKNOWN_TABLE: u32 = 60;
+
+/// A catalog read's error, with a missing table said as what it means for
+/// the user (nothing under this prefix) rather than as the server's
+/// exception text.
+fn read_error(prefix: &str) -> impl FnOnce(CatalogError) -> CliError + '_ {
+    move |error| match error {
+        CatalogError::Reader(ReaderError::Statement {
+            failure:
+                Failure::Server {
+                    code: UNKNOWN_TABLE,
+                    ..
+                },
+            ..
+        }) => CliError::NoSchema {
+            prefix: prefix.to_owned(),
+        },
+        other => CliError::Catalog(other),
+    }
+}
+
+/// Refuses a name that cannot be what the user meant: empty (every capture
+/// needs a tenant, and an empty one is a shell variable that was not set)
+/// or holding a control character (a pasted newline or escape, which would
+/// also corrupt every line the CLI prints).
+pub(crate) fn check_name(what: &str, value: &str) -> Result<(), CliError> {
+    let reason = if value.is_empty() {
+        "must not be empty"
+    } else if value.chars().any(char::is_control) {
+        "must not contain control characters"
+    } else {
+        return Ok(());
+    };
+    Err(CliError::BadName {
+        what: what.to_owned(),
+        value: value.to_owned(),
+        reason,
+    })
+}
+
+/// The dtype of a `--dtype` filter, whatever its case, as the catalog
+/// spells it; anything else is refused with the list of dtypes.
+fn dtype_filter(text: &str) -> Result<String, CliError> {
+    Dtype::ALL
+        .into_iter()
+        .find(|d| d.name().eq_ignore_ascii_case(text))
+        .map(|d| d.name().to_owned())
+        .ok_or_else(|| CliError::BadFlag {
+            flag: "--dtype",
+            value: format!("{text:?}"),
+            reason: format!(
+                "expected one of {}",
+                Dtype::ALL.map(|d| d.name()).join(", ")
+            ),
+        })
+}
+
 /// `capcat get`.
 pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let pinned = catalog.pin().await?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let pinned = catalog
+        .pin()
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     let lookup = catalog
         .get_by_ids(tenant, ids.into_iter().collect(), pinned)
         .await?;
@@ -179,6 +239,13 @@ pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result
     print_rows(&rows);
     for id in &lookup.missing {
         println!("{id}  not found at pinned version {pinned}");
+    }
+    // A lookup that misses fails, so a script sees it in the exit code.
+    if !lookup.missing.is_empty() {
+        return Err(CliError::NotFound {
+            missing: lookup.missing.len(),
+            asked: lookup.missing.len() + lookup.records.len(),
+        });
     }
     Ok(())
 }
@@ -272,10 +339,14 @@ pub(crate) async fn hydrate(
     id: Uuid,
     out: &Path,
 ) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
     let (cfg, target, store_target) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
-    let pinned = catalog.pin().await?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let store = store_target.open(Access::ReadOnly, cfg.raw.allow_insecure_http)?;
+    let pinned = catalog
+        .pin()
+        .await
+        .map_err(read_error(cfg.tables.prefix()))?;
     let lookup = catalog
         .get_by_ids(tenant, BTreeSet::from([id]), pinned)
         .await?;
@@ -311,7 +382,7 @@ pub(crate) async fn hydrate(
         Some("safetensors") => safetensors_file(&d.tensor_name, dtype, &d.shape, &payload)?,
         _ => payload.to_vec(),
     };
-    std::fs::write(out, data).map_err(CliError::io("write the output"))?;
+    std::fs::write(out, data).map_err(CliError::at("write the output", out))?;
     println!(
         "{} ({} {:?}, {} bytes verified) -> {}",
         d.tensor_name,
@@ -321,6 +392,14 @@ pub(crate) async fn hydrate(
         out.display()
     );
     Ok(())
+}
+
+/// An age in milliseconds as status prints it; `None` is no pending pack.
+fn age_text(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) => format!("{ms} ms"),
+        None => "none".to_owned(),
+    }
 }
 
 /// Whether process `pid` exists on this machine (Linux `/proc`; a pid can
@@ -420,8 +499,12 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
     );
     // An embedded catalog is open in one process at a time: while the
     // service runs, the catalog half of the status is its error.
-    let catalog = match open_catalog(&cfg, &target) {
+    let catalog = match open_catalog(&cfg, &target, Access::ReadOnly) {
         Ok(catalog) => catalog,
+        Err(e @ CliError::Target(crate::target::TargetError::Missing { .. })) => {
+            println!("{e}");
+            return Ok(());
+        }
         Err(e) => {
             println!(
                 "catalog {}: {e} (an embedded catalog cannot be read while its service runs)",
@@ -430,8 +513,13 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
             return Ok(());
         }
     };
-    match catalog.pin().await {
+    match catalog.pin().await.map_err(read_error(cfg.tables.prefix())) {
         Ok(w) => println!("catalog {}: published head {w}", cfg.tables.prefix()),
+        // Nothing under this prefix: the demand half would only fail too.
+        Err(e @ CliError::NoSchema { .. }) => {
+            println!("{e}");
+            return Ok(());
+        }
         Err(e) => println!("catalog {}: {e}", cfg.tables.prefix()),
     }
     // Ages are measured by capcat-clickhouse, on the clock the service
@@ -440,10 +528,10 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
         Ok(report) => {
             let status = &report.status;
             println!(
-                "demand: {} pending pack(s), {} pending byte(s), oldest pending {:?} ms{}",
+                "demand: {} pending pack(s), {} pending byte(s), oldest pending {}{}",
                 status.total.pending_packs,
                 status.total.pending_bytes,
-                status.total.oldest_pending_ms,
+                age_text(status.total.oldest_pending_ms),
                 if report.truncated {
                     " (events truncated)"
                 } else {
@@ -452,8 +540,10 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
             );
             for (shard, s) in &status.shards {
                 println!(
-                    "  shard {shard}: {} pending, {} bytes, oldest {:?} ms",
-                    s.pending_packs, s.pending_bytes, s.oldest_pending_ms
+                    "  shard {shard}: {} pending, {} bytes, oldest {}",
+                    s.pending_packs,
+                    s.pending_bytes,
+                    age_text(s.oldest_pending_ms)
                 );
             }
         }
@@ -465,12 +555,12 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
 /// `capcat schema check`.
 pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let outcome = catalog
         .ensure_schema()
         .await
         .map_err(|e| CliError::Other(e.to_string()))?;
-    println!("catalog {}: {outcome:?}", cfg.tables.prefix());
+    println!("catalog {}: {outcome}", cfg.tables.prefix());
     Ok(())
 }
 
@@ -482,7 +572,7 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
         ));
     }
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
     let n = capcat_proto::schema::drop_schema(catalog.tables()).len();
     catalog
         .drop_schema()
@@ -554,7 +644,7 @@ pub(crate) async fn start_waiting_for_lease(
                 if !announced {
                     match refusal {
                         LeaseError::Held { holder, .. } => println!(
-                            "the publisher lease is held by {holder:?} (a stopped or killed \
+                            "the publisher lease is held by {holder} (a stopped or killed \
                              process?); waiting up to {wait:.0?} for it to expire"
                         ),
                         _ => println!(
@@ -581,6 +671,16 @@ async fn run_service(
     let timeout = cfg.close_flush_timeout;
     let service = start_waiting_for_lease(cfg, None, store, catalog, wait).await?;
     let worked = work(&service);
+    finish_service(service, timeout, worked).await
+}
+
+/// Flushes within `timeout`, closes, prints what the service did, then
+/// returns the first failure: the work's, else the flush's.
+async fn finish_service(
+    service: Service<AnyStore>,
+    timeout: Duration,
+    worked: Result<(), CliError>,
+) -> Result<(), CliError> {
     let flushed = service.flush(timeout).await;
     let snapshot = service.snapshot();
     let close = service.close().await;
@@ -609,8 +709,8 @@ pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), Cl
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
     refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
 }
 
@@ -619,11 +719,13 @@ fn spool_counts(dir: &Path) -> Result<(usize, usize), CliError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
-        Err(e) => return Err(CliError::io("list the spool")(e)),
+        Err(e) => return Err(CliError::at("list the spool", dir)(e)),
     };
     let (mut ready, mut open) = (0, 0);
     for entry in entries {
-        let name = entry.map_err(CliError::io("list the spool"))?.file_name();
+        let name = entry
+            .map_err(CliError::at("list the spool", dir))?
+            .file_name();
         let name = name.to_string_lossy();
         if name.ends_with(capcat_service::spool::READY_SUFFIX) {
             ready += 1;
@@ -648,14 +750,38 @@ pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliErr
     if !cfg.raw.owns_spool && open > 0 {
         println!("  owns_spool = false: .open files are left for the spool's owner");
     }
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await?;
     let (ready_after, open_after) = spool_counts(&spool_dir)?;
     println!(
         "drained: {ready_after} sealed and {open_after} unsealed pack file(s) left in the spool"
     );
     Ok(())
+}
+
+/// The `.safetensors` files of `dir`, in name order. Each must be a
+/// regular file (a symlink to one is followed): reading a FIFO would block
+/// until something writes to it, and a directory cannot be read at all.
+fn ingest_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, CliError> {
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(CliError::at("list the ingest directory", dir))?;
+    for entry in entries {
+        let path = entry
+            .map_err(CliError::at("list the ingest directory", dir))?
+            .path();
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    for file in &files {
+        let meta = std::fs::metadata(file).map_err(CliError::at("read", file))?;
+        if !meta.is_file() {
+            return Err(CliError::NotRegularFile { path: file.clone() });
+        }
+    }
+    Ok(files)
 }
 
 /// `capcat ingest`.
@@ -666,31 +792,35 @@ pub(crate) async fn ingest(
     experiment: &str,
     run: &str,
 ) -> Result<(), CliError> {
+    check_name("--tenant", tenant)?;
+    check_name("--experiment", experiment)?;
+    check_name("--run", run)?;
     let (cfg, target, store_target) = config(common)?;
-    refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target)?;
-    let store = store_target.open()?;
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(CliError::io("list the ingest directory"))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
-        .collect();
-    files.sort();
+    // The input is read whole before the catalog is opened: a wrong
+    // directory or a bad file fails without creating or touching anything.
+    let files = ingest_files(dir)?;
     let mut records = Vec::new();
     for (step, file) in files.iter().enumerate() {
-        let bytes = std::fs::read(file).map_err(CliError::io("read a safetensors file"))?;
+        let bytes = std::fs::read(file).map_err(CliError::at("read", file))?;
         let tensors = crate::ingest::parse_safetensors(&bytes)
             .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
         for tensor in tensors {
+            check_name(&format!("{}: tensor name", file.display()), &tensor.name)?;
             let captured_at_ns = capcat_clickhouse::unix_now_ns();
+            let capture_id = ingest_capture_id(
+                [tenant, experiment, run, &tensor.name],
+                step as u64,
+                tensor.dtype,
+                &tensor.shape,
+                &tensor.payload,
+            );
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
                     tenant_id: tenant.to_owned(),
                     experiment_id: experiment.to_owned(),
                     run_id: run.to_owned(),
                     captured_at_ns,
-                    capture_id: Uuid::new_v4(),
+                    capture_id,
                 },
                 model: String::new(),
                 module_path: tensor.name.clone(),
@@ -712,14 +842,125 @@ pub(crate) async fn ingest(
         records.len(),
         files.len()
     );
-    run_service(cfg, catalog, store, Duration::ZERO, move |service| {
-        for (metadata, payload) in records {
-            service
-                .append(metadata, payload)
-                .map_err(|e| CliError::Other(e.to_string()))?;
+    refuse_owned_spool(&cfg)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
+    let (left_over, _) = spool_counts(&cfg.raw.spool_dir)?;
+    let timeout = cfg.close_flush_timeout;
+    let service =
+        start_waiting_for_lease(cfg, None, store, catalog.clone(), Duration::ZERO).await?;
+    let worked = ingest_new(&service, &catalog, tenant, records, left_over, timeout).await;
+    finish_service(service, timeout, worked).await
+}
+
+/// Appends the records the catalog does not hold yet, and seals them.
+///
+/// Capture ids derive from content ([`ingest_capture_id`]), so a record
+/// the catalog already holds is this very tensor ingested before: it is
+/// skipped, not written again. Packs an earlier ingest sealed but did not
+/// publish (it failed, say, on an unreachable store) are finished first,
+/// and what they held is then skipped the same way: a retry after a
+/// failure leaves one copy.
+async fn ingest_new(
+    service: &Service<AnyStore>,
+    catalog: &Catalog,
+    tenant: &str,
+    records: Vec<(RecordMetadata, bytes::Bytes)>,
+    left_over: usize,
+    timeout: Duration,
+) -> Result<(), CliError> {
+    if left_over > 0 {
+        println!("finishing {left_over} pack(s) left by an earlier ingest");
+    }
+    // Publishes the spool's leftovers (the service took them at start)
+    // before the catalog is asked what it holds.
+    service.flush(timeout).await?;
+    let pinned = catalog.pin().await?;
+    let ids: Vec<Uuid> = records.iter().map(|(m, _)| m.identity.capture_id).collect();
+    let mut present = BTreeSet::new();
+    // In slices, well below the catalog's read_request_limit.
+    for chunk in ids.chunks(1000) {
+        let lookup = catalog
+            .get_by_ids(tenant, chunk.iter().copied().collect(), pinned)
+            .await?;
+        present.extend(lookup.records.into_keys());
+    }
+    if !present.is_empty() {
+        println!(
+            "{} of {} tensor(s) already in the catalog (same tenant, experiment, run, \
+             name, step and bytes): skipped",
+            present.len(),
+            records.len()
+        );
+    }
+    for (metadata, payload) in records {
+        if present.contains(&metadata.identity.capture_id) {
+            continue;
         }
-        service.seal().map_err(|e| CliError::Other(e.to_string()))?;
-        Ok(())
-    })
-    .await
+        service
+            .append(metadata, payload)
+            .map_err(|e| CliError::Other(e.to_string()))?;
+    }
+    service.seal().map_err(|e| CliError::Other(e.to_string()))?;
+    Ok(())
+}
+
+/// The capture id of an ingested tensor: a UUID (version 8, RFC 9562's
+/// custom form) made of the first 16 bytes of a SHA-256 over everything
+/// that makes it this capture: tenant, experiment, run, tensor name, step,
+/// dtype, shape and the payload's own SHA-256. The same bytes ingested
+/// again get the same id, which the catalog already holds; any other
+/// change makes a new capture. Each field is length-prefixed, so no two
+/// different field lists hash the same bytes.
+pub(crate) fn ingest_capture_id(
+    identity: [&str; 4],
+    step: u64,
+    dtype: Dtype,
+    shape: &[u64],
+    payload: &[u8],
+) -> Uuid {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"capcat ingest capture id v1");
+    for field in identity.into_iter().chain([dtype.name()]) {
+        hash.update((field.len() as u64).to_le_bytes());
+        hash.update(field.as_bytes());
+    }
+    hash.update(step.to_le_bytes());
+    hash.update((shape.len() as u64).to_le_bytes());
+    for dim in shape {
+        hash.update(dim.to_le_bytes());
+    }
+    hash.update(sha2::Sha256::digest(payload));
+    let digest = hash.finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ingest_ids_are_the_same_for_the_same_content_and_differ_otherwise() {
+        let id = |names: [&str; 4], step, payload: &[u8]| {
+            ingest_capture_id(names, step, Dtype::F32, &[2], payload)
+        };
+        let base = id(["t", "e", "r", "x"], 0, b"12345678");
+        assert_eq!(base, id(["t", "e", "r", "x"], 0, b"12345678"));
+        assert_eq!(base.get_version_num(), 8);
+        for other in [
+            id(["u", "e", "r", "x"], 0, b"12345678"),
+            id(["t", "e", "r", "y"], 0, b"12345678"),
+            id(["t", "e", "r", "x"], 1, b"12345678"),
+            id(["t", "e", "r", "x"], 0, b"12345679"),
+            // Length prefixes: moving a byte between fields changes the id.
+            id(["te", "", "r", "x"], 0, b"12345678"),
+            ingest_capture_id(["t", "e", "r", "x"], 0, Dtype::I32, &[2], b"12345678"),
+            ingest_capture_id(["t", "e", "r", "x"], 0, Dtype::F32, &[1, 2], b"12345678"),
+        ] {
+            assert_ne!(base, other);
+        }
+    }
 }

@@ -12,9 +12,10 @@ use capcat_service::{Catalog, ServiceConfig, Spool, ValidConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use uuid::Uuid;
 
-use crate::CliError;
-use crate::target::CatalogTarget;
+use crate::settings::{Defaults, Resolved};
+use crate::target::Access;
 use crate::workload;
+use crate::{CliError, Common};
 
 /// Options of the demo.
 #[derive(Clone, Debug)]
@@ -52,7 +53,18 @@ fn spinner(what: &str) -> ProgressBar {
 ///
 /// # Errors
 /// Any step failing, named.
-pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
+pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), CliError> {
+    // Refused here, naming the flag: further on a zero becomes
+    // `max_pack_records = 0`, a key the user never wrote.
+    for (flag, value) in [("--records", options.records), ("--packs", options.packs)] {
+        if value == 0 {
+            return Err(CliError::BadFlag {
+                flag,
+                value: value.to_string(),
+                reason: "must be at least 1".to_owned(),
+            });
+        }
+    }
     let temp;
     let dir: PathBuf = match &options.dir {
         Some(dir) => dir.clone(),
@@ -64,12 +76,34 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
             temp.path().to_owned()
         }
     };
-    std::fs::create_dir_all(&dir).map_err(CliError::io("create the demo directory"))?;
+    std::fs::create_dir_all(&dir).map_err(CliError::at("create the demo directory", &dir))?;
     println!("capcat demo in {}", dir.display());
-    let catalog_path = dir.join("catalog");
-    let store_path = dir.join("store");
-    let spool_path = dir.join("spool");
-    let holder = format!("capcat-demo-{}", std::process::id());
+    // The directory's layout and the demo's short timings are the demo's
+    // defaults; flags, environment and a --config file override them by
+    // the rule every command follows (`settings`).
+    let defaults = Defaults {
+        catalog: format!("embedded:{}", dir.join("catalog").display()),
+        store: format!("local:{}", dir.join("store").display()),
+        base: ServiceConfig {
+            spool_dir: dir.join("spool"),
+            catalog_prefix: "capcat_demo".to_owned(),
+            holder: format!("capcat-demo-{}", std::process::id()),
+            poll_interval_s: 0.01,
+            // Short, so a run after a killed one waits seconds, not half a
+            // minute, for the dead process's lease to expire.
+            lease_ttl_s: DEMO_LEASE_TTL_S,
+            publish_timeout_s: 2.0,
+            ..ServiceConfig::default()
+        },
+    };
+    let mut resolved = Resolved::new(common, defaults)?;
+    // --records / --packs are flags of the demo: they decide the pack size.
+    resolved.raw.max_pack_records =
+        usize::try_from(options.records.div_ceil(options.packs.max(1))).unwrap_or(usize::MAX);
+    let (config, catalog_target, store_target) = resolved.validate()?;
+    // For the closing hint, after the service has taken the configuration.
+    let spool_dir = config.raw.spool_dir.clone();
+    let prefix_text = config.raw.catalog_prefix.clone();
     // The spool is ours for the whole run, capture included: the capture
     // writes `.open` files, and another process sweeping (a drain, a second
     // demo on this directory) must be refused, naming this pid, not delete
@@ -78,38 +112,34 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
     let ownership = if options.verify_only {
         None
     } else {
-        Some(capcat_service::owner_lock::take(&spool_path, &holder)?)
+        Some(capcat_service::owner_lock::take(
+            &config.raw.spool_dir,
+            &config.raw.holder,
+        )?)
     };
 
-    let config = ServiceConfig {
-        spool_dir: spool_path,
-        catalog_prefix: "capcat_demo".to_owned(),
-        store_id: "local".to_owned(),
-        holder,
-        poll_interval_s: 0.01,
-        // Short, so a run after a killed one waits seconds, not half a
-        // minute, for the dead process's lease to expire.
-        lease_ttl_s: DEMO_LEASE_TTL_S,
-        publish_timeout_s: 2.0,
-        max_pack_records: usize::try_from(options.records.div_ceil(options.packs.max(1)))
-            .unwrap_or(usize::MAX),
-        ..ServiceConfig::default()
-    }
-    .validate()?;
-
-    let loading = spinner("loading the embedded ClickHouse engine (libchdb)");
+    let loading = spinner("loading the catalog engine");
     let engine_started = Instant::now();
-    let catalog = CatalogTarget::Embedded(catalog_path.clone()).open(
+    // A verification only reads: a mistyped --dir is an error, not a new
+    // empty catalog.
+    let access = if options.verify_only {
+        Access::ReadOnly
+    } else {
+        Access::Create
+    };
+    let catalog = catalog_target.open(
+        access,
         &config.tables,
         &config.protocol,
-        Duration::from_secs(60),
-        Duration::from_secs(10),
+        config.catalog_request_timeout,
+        config.catalog_connect_timeout,
     )?;
-    loading.finish_with_message(format!("engine loaded in {:.2?}", engine_started.elapsed()));
+    loading.finish_with_message(format!(
+        "catalog opened in {:.2?}",
+        engine_started.elapsed()
+    ));
 
-    let store = AnyStore::from(
-        capcat_s3::LocalStore::open(store_path).map_err(|e| CliError::Other(e.to_string()))?,
-    );
+    let store = store_target.open(access, config.raw.allow_insecure_http)?;
     if options.verify_only {
         return verify_only(&catalog, &store, &config, &options).await;
     }
@@ -145,12 +175,13 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
 
     let started = Instant::now();
     // A killed run's lease expires within one TTL of its last renewal.
+    let lease_wait = config.lease_ttl.saturating_mul(2);
     let service = crate::commands::start_waiting_for_lease(
         config,
         ownership,
         store.clone(),
         catalog.clone(),
-        Duration::from_secs_f64(DEMO_LEASE_TTL_S * 2.0),
+        lease_wait,
     )
     .await?;
     let start_time = started.elapsed();
@@ -280,9 +311,10 @@ pub(crate) async fn run(options: DemoOptions) -> Result<(), CliError> {
             dir.display()
         );
         println!(
-            "other commands on this directory: capcat --catalog embedded:{d}/catalog --store local:{d}/store \
-             --spool {d}/spool --prefix capcat_demo <search --tenant demo | status | drain | ...>",
-            d = dir.display()
+            "other commands on this directory: capcat --catalog {catalog_target} --store {store_target} \
+             --spool {} --prefix {} <search --tenant demo | status | drain | ...>",
+            spool_dir.display(),
+            prefix_text,
         );
     }
     Ok(())
@@ -299,6 +331,15 @@ async fn verify_only(
     options: &DemoOptions,
 ) -> Result<(), CliError> {
     let all = search_all(catalog, &options.run, None).await?;
+    if all.is_empty() {
+        // Nothing to verify is a failure: a mistyped --run or --dir would
+        // otherwise "verify" zero records and exit 0.
+        return Err(CliError::Verify(format!(
+            "run {:?}: no record of it in catalog {} (check --run and --dir)",
+            options.run,
+            config.tables.prefix()
+        )));
+    }
     let mut per_pack: BTreeMap<Uuid, u64> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     for d in &all {

@@ -6,6 +6,7 @@ mod commands;
 mod demo;
 mod engine_fetch;
 mod ingest;
+mod settings;
 mod sql_walk;
 mod target;
 mod workload;
@@ -21,6 +22,11 @@ use clap::{Parser, Subcommand};
 /// Start with `capcat demo`: it runs the whole system on embedded defaults
 /// (a local directory store and the embedded ClickHouse engine) and checks
 /// every record end to end.
+///
+/// Every setting follows one rule: the flag, else its environment variable
+/// (CAPCAT_CONFIG, CAPCAT_CATALOG, CAPCAT_STORE, CAPCAT_PREFIX,
+/// CAPCAT_SPOOL), else the --config file, else the default. `capcat
+/// settings` prints each effective value and where it came from.
 #[derive(Debug, Parser)]
 #[command(name = "capcat", version, about, long_about)]
 struct Cli {
@@ -31,25 +37,39 @@ struct Cli {
 }
 
 /// Where the catalog and the store are.
+///
+/// Every setting follows one rule: the flag, else its environment variable,
+/// else the configuration file, else the default. `capcat settings` prints
+/// each effective value and where it came from.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Common {
-    /// A service configuration file (TOML; see docs/operations.md). Flags
-    /// override it.
+    /// A service configuration file (TOML; see docs/operations.md); env
+    /// CAPCAT_CONFIG. Every key it sets is used unless a flag or an
+    /// environment variable sets the same value (catalog_url: --catalog;
+    /// store_id, s3_endpoint, allow_insecure_http: --store; catalog_prefix:
+    /// --prefix; spool_dir: --spool). An S3 store in the file is
+    /// s3_endpoint with store_id = "s3:<bucket>".
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     /// The catalog: `embedded:<path>` (libchdb in this process, data at
-    /// <path>) or `http(s)://host:port` (a ClickHouse server).
-    #[arg(long, global = true, default_value = "embedded:capcat-data/catalog")]
-    catalog: String,
+    /// <path>) or `http(s)://host:port` (a ClickHouse server); env
+    /// CAPCAT_CATALOG, else the file's catalog_url, else
+    /// `embedded:capcat-data/catalog`.
+    #[arg(long, global = true)]
+    catalog: Option<String>,
     /// The pack store: `local:<dir>` or
     /// `s3://bucket?endpoint=http(s)://host:port[&region=...]` (credentials
-    /// from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY).
-    #[arg(long, global = true, default_value = "local:capcat-data/store")]
-    store: String,
-    /// The catalog prefix: table prefix and store directory `v1/<prefix>/`.
+    /// from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; an http:// endpoint
+    /// here allows plain HTTP); env CAPCAT_STORE, else the file's
+    /// s3_endpoint and store_id, else `local:capcat-data/store`.
+    #[arg(long, global = true)]
+    store: Option<String>,
+    /// The catalog prefix: table prefix and store directory `v1/<prefix>/`;
+    /// env CAPCAT_PREFIX, else the file's catalog_prefix, else `capcat`.
     #[arg(long, global = true)]
     prefix: Option<String>,
-    /// The spool directory the service drains.
+    /// The spool directory the service drains; env CAPCAT_SPOOL, else the
+    /// file's spool_dir, else `capcat-data/spool`.
     #[arg(long, global = true)]
     spool: Option<PathBuf>,
 }
@@ -58,6 +78,12 @@ pub(crate) struct Common {
 enum Command {
     /// Run the whole system on embedded defaults: capture a Qwen2.5-0.5B-
     /// shaped workload, flush, search, hydrate and verify every record.
+    ///
+    /// The demo's defaults are its directory: `--catalog embedded:D/catalog
+    /// --store local:D/store --spool D/spool --prefix capcat_demo`, and
+    /// short timings (lease_ttl_s 6, publish_timeout_s 2, poll_interval_s
+    /// 0.01). The shared flags, their environment variables and a --config
+    /// file override them by the same rule as every command.
     Demo {
         /// Directory for the catalog, the store and the spool (a temporary
         /// directory when omitted). Run twice on one directory: the catalog
@@ -136,6 +162,9 @@ enum Command {
     /// head and the demand fold per shard. Point --spool (and --catalog,
     /// --prefix) at the service's.
     Status,
+    /// Print every effective setting and where it came from (flag,
+    /// environment, config file or default). Opens nothing.
+    Settings,
     /// Check or drop the catalog schema.
     Schema {
         #[command(subcommand)]
@@ -204,6 +233,16 @@ pub(crate) enum CliError {
     /// The spool failed.
     #[error("spool: {0}")]
     Spool(#[from] capcat_service::SpoolError),
+    /// A file operation on a named path failed.
+    #[error("{what} {}: {source}", path.display())]
+    Path {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A file operation failed.
     #[error("{what}: {source}")]
     Io {
@@ -211,6 +250,51 @@ pub(crate) enum CliError {
         what: &'static str,
         /// The cause.
         source: std::io::Error,
+    },
+    /// A name given on the command line or read from a file is refused.
+    #[error("{what} {value:?}: {reason}")]
+    BadName {
+        /// Which name (`--tenant`, a tensor name of a file, ...).
+        what: String,
+        /// The name.
+        value: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A flag's value is refused.
+    #[error("{flag} {value}: {reason}")]
+    BadFlag {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// Why, and what is accepted.
+        reason: String,
+    },
+    /// Some of the captures asked for are not in the catalog.
+    #[error("{missing} of {asked} capture(s) not found")]
+    NotFound {
+        /// How many are missing.
+        missing: usize,
+        /// How many were asked for.
+        asked: usize,
+    },
+    /// A path that must be a regular file is not one (a directory, a FIFO,
+    /// a device): reading a FIFO would block until something writes to it.
+    #[error("{}: not a regular file", path.display())]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The catalog has no tables under the prefix: a mistyped `--prefix`,
+    /// or a catalog never created.
+    #[error(
+        "catalog has no Capcat tables under prefix {prefix:?} (check --prefix; \
+         `capcat schema check` creates them)"
+    )]
+    NoSchema {
+        /// The prefix.
+        prefix: String,
     },
     /// A verification of the demo failed.
     #[error("verification failed: {0}")]
@@ -223,6 +307,12 @@ pub(crate) enum CliError {
 impl CliError {
     fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> Self {
         move |source| Self::Io { what, source }
+    }
+
+    /// An IO error naming the path it happened on.
+    fn at(what: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_owned();
+        move |source| Self::Path { what, path, source }
     }
 }
 
@@ -267,13 +357,16 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             run,
             verify_only,
         } => {
-            demo::run(demo::DemoOptions {
-                dir,
-                records,
-                packs,
-                run,
-                verify_only,
-            })
+            demo::run(
+                &common,
+                demo::DemoOptions {
+                    dir,
+                    records,
+                    packs,
+                    run,
+                    verify_only,
+                },
+            )
             .await
         }
         Command::Sql => commands::sql(&common),
@@ -287,6 +380,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Get { tenant, ids } => commands::get(&common, &tenant, ids).await,
         Command::Hydrate { tenant, id, out } => commands::hydrate(&common, &tenant, id, &out).await,
         Command::Status => commands::status(&common).await,
+        Command::Settings => commands::settings(&common),
         Command::Schema {
             action: SchemaAction::Check,
         } => commands::schema_check(&common).await,

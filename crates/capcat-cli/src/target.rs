@@ -7,6 +7,21 @@ use capcat_clickhouse::{Catalog, CatalogError, HttpOptions};
 use capcat_proto::{Config, Tables};
 use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
 
+/// The signing region of an S3 store that names none.
+pub(crate) const DEFAULT_REGION: &str = "us-east-1";
+
+/// Whether a command may create what it opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// A command that only reads (search, get, hydrate, status, a demo
+    /// verification): a mistyped `embedded:` or `local:` path is an error,
+    /// not a new empty catalog or store left behind.
+    ReadOnly,
+    /// A command that writes: the catalog and store directories are created
+    /// when absent.
+    Create,
+}
+
 /// A catalog location.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CatalogTarget {
@@ -32,6 +47,30 @@ pub(crate) enum StoreTarget {
     },
 }
 
+impl std::fmt::Display for CatalogTarget {
+    /// As `--catalog` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Embedded(path) => write!(f, "embedded:{}", path.display()),
+            Self::Http(url) => f.write_str(url),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreTarget {
+    /// As `--store` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Local(dir) => write!(f, "local:{}", dir.display()),
+            Self::S3 {
+                bucket,
+                endpoint,
+                region,
+            } => write!(f, "s3://{bucket}?endpoint={endpoint}&region={region}"),
+        }
+    }
+}
+
 /// A refused `--catalog` or `--store`, or one that could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -52,6 +91,37 @@ pub(crate) enum TargetError {
     /// The store could not be opened.
     #[error("store: {0}")]
     Store(String),
+    /// A read-only command was pointed at a directory that does not exist.
+    #[error(
+        "{what} {}: no such directory (check {flag}; a command that writes, \
+         such as `capcat schema check` or `capcat ingest`, creates it)",
+        path.display()
+    )]
+    Missing {
+        /// "catalog" or "store".
+        what: &'static str,
+        /// The flag that names it.
+        flag: &'static str,
+        /// The path.
+        path: PathBuf,
+    },
+}
+
+/// Refuses a missing directory for a read-only command.
+fn require_dir(
+    access: Access,
+    what: &'static str,
+    flag: &'static str,
+    path: &std::path::Path,
+) -> Result<(), TargetError> {
+    if access == Access::ReadOnly && !path.is_dir() {
+        return Err(TargetError::Missing {
+            what,
+            flag,
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 impl CatalogTarget {
@@ -84,6 +154,7 @@ impl CatalogTarget {
     /// The engine cannot be loaded or the URL is refused.
     pub(crate) fn open(
         &self,
+        access: Access,
         tables: &Tables,
         protocol: &Config,
         request_timeout: Duration,
@@ -91,6 +162,7 @@ impl CatalogTarget {
     ) -> Result<Catalog, TargetError> {
         let catalog = match self {
             Self::Embedded(path) => {
+                require_dir(access, "catalog", "--catalog", path)?;
                 crate::engine_fetch::ensure_libchdb()
                     .map_err(|e| TargetError::Catalog(e.to_string()))?;
                 std::fs::create_dir_all(path)
@@ -150,7 +222,7 @@ impl StoreTarget {
         let rest = value.strip_prefix("s3://").ok_or_else(syntax)?;
         let (bucket, query) = rest.split_once('?').ok_or_else(syntax)?;
         let mut endpoint = None;
-        let mut region = "us-east-1".to_owned();
+        let mut region = DEFAULT_REGION.to_owned();
         for pair in query.split('&') {
             match pair.split_once('=') {
                 Some(("endpoint", v)) => endpoint = Some(v.to_owned()),
@@ -170,15 +242,19 @@ impl StoreTarget {
     }
 
     /// Opens the store. S3 credentials come from `AWS_ACCESS_KEY_ID` and
-    /// `AWS_SECRET_ACCESS_KEY`.
+    /// `AWS_SECRET_ACCESS_KEY`; a plain-HTTP endpoint is used only with
+    /// `allow_http` (the effective `allow_insecure_http`).
     ///
     /// # Errors
     /// The directory cannot be created or the S3 configuration is refused.
-    pub(crate) fn open(&self) -> Result<AnyStore, TargetError> {
+    pub(crate) fn open(&self, access: Access, allow_http: bool) -> Result<AnyStore, TargetError> {
         match self {
-            Self::Local(dir) => LocalStore::open(dir.clone())
-                .map(AnyStore::from)
-                .map_err(|e| TargetError::Store(e.to_string())),
+            Self::Local(dir) => {
+                require_dir(access, "store", "--store", dir)?;
+                LocalStore::open(dir.clone())
+                    .map(AnyStore::from)
+                    .map_err(|e| TargetError::Store(e.to_string()))
+            }
             Self::S3 {
                 bucket,
                 endpoint,
@@ -190,7 +266,7 @@ impl StoreTarget {
                     bucket.clone(),
                     S3Credentials::Environment,
                 );
-                config.allow_http = endpoint.starts_with("http://");
+                config.allow_http = allow_http;
                 S3Store::new(&config)
                     .map(AnyStore::from)
                     .map_err(|e| TargetError::Store(e.to_string()))

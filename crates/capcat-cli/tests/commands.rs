@@ -547,3 +547,763 @@ fn a_successful_run_exits_cleanly_at_every_log_level_without_colour_codes() {
         }
     }
 }
+
+/// The environment variables of the shared flags: removed from every child
+/// a settings test starts, so the machine's environment cannot decide it.
+const SETTINGS_ENV: [&str; 5] = [
+    "CAPCAT_CONFIG",
+    "CAPCAT_CATALOG",
+    "CAPCAT_STORE",
+    "CAPCAT_PREFIX",
+    "CAPCAT_SPOOL",
+];
+
+/// `capcat` with exactly `args` and `env` (no shared flags added).
+fn capcat_bare(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command.args(args);
+    for var in SETTINGS_ENV {
+        command.env_remove(var);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A configuration file setting every key to a value other than its
+/// default, one `key = value` a line (values written as JSON writes them,
+/// so `capcat settings` prints each line back unchanged).
+fn every_key_toml(dir: &Path) -> String {
+    format!(
+        "spool_dir = \"{}\"\n\
+         catalog_prefix = \"from_file\"\n\
+         store_id = \"s3:file-bucket\"\n\
+         holder = \"file-holder\"\n\
+         owns_spool = false\n\
+         poll_interval_s = 0.02\n\
+         max_backoff_s = 7.0\n\
+         lease_ttl_s = 20.0\n\
+         publish_timeout_s = 5.0\n\
+         close_flush_timeout_s = 11.0\n\
+         catalog_connect_timeout_s = 3.0\n\
+         catalog_request_timeout_s = 33.0\n\
+         demand_publish_timeout_s = 9.0\n\
+         demand_max_in_flight = 2\n\
+         reconcile_on_start = false\n\
+         reconcile_interval_s = 120.0\n\
+         status_interval_s = 2.0\n\
+         max_index_attempts = 3\n\
+         index_batch_budget_bytes = 1048576\n\
+         max_packs_per_cycle = 8\n\
+         max_pack_records = 100\n\
+         max_pack_payload_bytes = 65536\n\
+         catalog_url = \"http://127.0.0.1:9\"\n\
+         s3_endpoint = \"http://127.0.0.1:9\"\n\
+         allow_insecure_http = true\n\
+         read_byte_limit = 4096\n\
+         read_request_limit = 10\n",
+        dir.join("file-spool").display()
+    )
+}
+
+/// Issue 16, settings silently ignored: every key a `--config` file sets is
+/// the effective value unless a flag or its environment variable sets it;
+/// a flag beats the environment, the environment beats the file. Needs no
+/// engine: `capcat settings` opens nothing.
+#[test]
+fn every_key_of_a_config_file_is_effective_unless_a_flag_or_the_environment_sets_it() {
+    let work = tempfile::tempdir().unwrap();
+    let toml = every_key_toml(work.path());
+    let file = work.path().join("capcat.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let file = file.to_str().unwrap();
+
+    let (ok, said) = capcat_bare(&["--config", file, "settings"], &[]);
+    assert!(ok, "{said}");
+    for line in toml.lines() {
+        let expected = format!("{line}  (config file)");
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+    // Every key the service has is in the file: a key added later fails
+    // here until the file above sets it.
+    let keys = said.lines().filter(|l| l.contains(" = ")).count();
+    assert_eq!(keys, toml.lines().count() + 3, "{said}");
+    assert!(
+        said.contains("catalog = http://127.0.0.1:9  (config file)"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "store = s3://file-bucket?endpoint=http://127.0.0.1:9&region=us-east-1  (config file)"
+        ),
+        "{said}"
+    );
+
+    // Flags beat the file, key by key; keys without a flag stay the file's.
+    let spool = work.path().join("flag-spool");
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file,
+            "--catalog",
+            "embedded:flag-catalog",
+            "--store",
+            "local:flag-store",
+            "--prefix",
+            "from_flag",
+            "--spool",
+            spool.to_str().unwrap(),
+            "settings",
+        ],
+        &[("CAPCAT_PREFIX", "from_env")],
+    );
+    assert!(ok, "{said}");
+    for expected in [
+        "catalog = embedded:flag-catalog  (flag --catalog)".to_owned(),
+        "store = local:flag-store  (flag --store)".to_owned(),
+        "catalog_url = null  (flag --catalog)".to_owned(),
+        "s3_endpoint = null  (flag --store)".to_owned(),
+        "store_id = \"local\"  (flag --store)".to_owned(),
+        "allow_insecure_http = false  (flag --store)".to_owned(),
+        "catalog_prefix = \"from_flag\"  (flag --prefix)".to_owned(),
+        format!("spool_dir = \"{}\"  (flag --spool)", spool.display()),
+        "lease_ttl_s = 20.0  (config file)".to_owned(),
+        "holder = \"file-holder\"  (config file)".to_owned(),
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+
+    // The environment beats the file (and names itself), the file named by
+    // CAPCAT_CONFIG included.
+    let (ok, said) = capcat_bare(
+        &["settings"],
+        &[
+            ("CAPCAT_CONFIG", file),
+            ("CAPCAT_PREFIX", "from_env"),
+            ("CAPCAT_CATALOG", "embedded:env-catalog"),
+        ],
+    );
+    assert!(ok, "{said}");
+    for expected in [
+        format!("config = {file}  (environment CAPCAT_CONFIG)"),
+        "catalog_prefix = \"from_env\"  (environment CAPCAT_PREFIX)".to_owned(),
+        "catalog = embedded:env-catalog  (environment CAPCAT_CATALOG)".to_owned(),
+        "max_pack_records = 100  (config file)".to_owned(),
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+
+    // Nothing given: the defaults, said so.
+    let (ok, said) = capcat_bare(&["settings"], &[]);
+    assert!(ok, "{said}");
+    for expected in [
+        "catalog = embedded:capcat-data/catalog  (default)",
+        "store = local:capcat-data/store  (default)",
+        "spool_dir = \"capcat-data/spool\"  (default)",
+        "catalog_prefix = \"capcat\"  (default)",
+    ] {
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+    }
+}
+
+/// Issue 16, settings silently ignored, as a user meets it: a file's
+/// `catalog_url` is the catalog a command opens (it used to open the
+/// embedded default instead), and a file's plain-HTTP `s3_endpoint` without
+/// `allow_insecure_http` is refused (it used to be replaced by the local
+/// default store).
+#[test]
+fn a_config_files_catalog_url_and_s3_endpoint_are_the_ones_used() {
+    if !engine("config_used", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let file = dir.join("http-catalog.toml");
+    // Port 9 (discard): nothing listens there, so the connection is refused.
+    std::fs::write(
+        &file,
+        format!(
+            "catalog_url = \"http://127.0.0.1:9\"\nspool_dir = \"{}\"\n",
+            dir.join("spool").display()
+        ),
+    )
+    .unwrap();
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "search",
+            "--tenant",
+            "t",
+        ],
+        &[],
+    );
+    assert!(
+        !ok,
+        "search succeeded without its configured catalog:\n{said}"
+    );
+    assert!(said.contains("transport failure"), "{said}");
+    assert!(
+        !dir.join("capcat-data").exists(),
+        "an embedded catalog was created"
+    );
+
+    let file = dir.join("http-store.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "s3_endpoint = \"http://127.0.0.1:9\"\nstore_id = \"s3:b\"\n\
+             spool_dir = \"{}\"\n",
+            dir.join("spool").display()
+        ),
+    )
+    .unwrap();
+    let inputs = dir.join("in");
+    write_inputs(&inputs);
+    let catalog = format!("embedded:{}", dir.join("catalog").display());
+    let (ok, said) = capcat_bare(
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "--catalog",
+            &catalog,
+            "ingest",
+            inputs.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        !ok,
+        "ingest succeeded without its configured store:\n{said}"
+    );
+    assert!(said.contains("plain HTTP"), "{said}");
+}
+
+/// Issue 16: `capcat demo` offers the shared flags, so it honours them: a
+/// demo given `--prefix` writes its catalog under that prefix (it used to
+/// use `capcat_demo` whatever the flag said).
+#[test]
+fn the_demo_honours_the_shared_flags() {
+    if !engine("demo_flags", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("demo");
+    let (ok, said) = capcat_bare(
+        &[
+            "--prefix",
+            "demo_flag",
+            "demo",
+            "--records",
+            "24",
+            "--run",
+            "flags",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(ok, "{said}");
+    assert!(said.contains("--prefix demo_flag"), "{said}");
+    let capcat = Capcat::local(&dir, "demo_flag");
+    let found = search_rows(&capcat.run(&["search", "--tenant", "demo", "--run", "flags"]));
+    assert_eq!(found.len(), 24, "{found:?}");
+}
+
+/// `capcat` with `capcat`'s shared flags and `args`, killed (and the test
+/// failed) if it runs longer than `limit`: a hang is a failure, not a stuck
+/// test run. Returns (success, stdout + stderr).
+fn run_bounded(capcat: &Capcat, args: &[&str], limit: std::time::Duration) -> (bool, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command
+        .arg("--catalog")
+        .arg(format!("embedded:{}", capcat.dir.join("catalog").display()))
+        .args(["--store", &capcat.store, "--prefix", &capcat.prefix])
+        .arg("--spool")
+        .arg(capcat.dir.join("spool"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let started = std::time::Instant::now();
+    // Bounded by `limit`: 20 ms polls.
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("capcat {args:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Issue 16, input validation at the edge, for ingest: an empty tenant and
+/// names with control characters are refused with a clear error; IO errors
+/// name the path; a directory or a FIFO named `*.safetensors` is refused
+/// (a FIFO used to hang the ingest forever) and nothing is created.
+#[test]
+fn ingest_refuses_bad_names_and_non_regular_files_naming_them() {
+    if !engine("ingest_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_edge");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let limit = std::time::Duration::from_secs(60);
+    let dir = inputs.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec!["ingest", dir, "--tenant", ""],
+            "--tenant \"\": must not be empty",
+        ),
+        (
+            vec!["ingest", dir, "--tenant", "ac\nme"],
+            "--tenant \"ac\\nme\": must not contain control characters",
+        ),
+        (
+            vec!["ingest", dir, "--run", "r\u{1b}[31m"],
+            "--run \"r\\u{1b}[31m\": must not contain control characters",
+        ),
+    ] {
+        let (ok, said) = run_bounded(&capcat, &args, limit);
+        assert!(!ok, "{args:?} succeeded:\n{said}");
+        assert!(
+            said.contains(expected),
+            "{args:?}: no {expected:?} in:\n{said}"
+        );
+    }
+
+    let missing = work.path().join("no-such-dir");
+    let (ok, said) = run_bounded(&capcat, &["ingest", missing.to_str().unwrap()], limit);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("list the ingest directory {}", missing.display())),
+        "{said}"
+    );
+
+    let with_dir = work.path().join("with-dir");
+    write_inputs(&with_dir);
+    let odd = with_dir.join("x.safetensors");
+    std::fs::create_dir(&odd).unwrap();
+    let (ok, said) = run_bounded(&capcat, &["ingest", with_dir.to_str().unwrap()], limit);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("{}: not a regular file", odd.display())),
+        "{said}"
+    );
+
+    let with_fifo = work.path().join("with-fifo");
+    write_inputs(&with_fifo);
+    let fifo = with_fifo.join("y.safetensors");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["ingest", with_fifo.to_str().unwrap()],
+        std::time::Duration::from_secs(20),
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!("{}: not a regular file", fifo.display())),
+        "{said}"
+    );
+    // Every refusal came before the catalog or the store was opened.
+    assert!(
+        !work.path().join("catalog").exists(),
+        "a catalog was created"
+    );
+    assert!(!work.path().join("store").exists(), "a store was created");
+}
+
+/// Issue 16, input validation at the edge, for the read commands:
+/// `--dtype` matches in any case and anything else is refused with the
+/// list; `get` of an unknown id exits non-zero; a mistyped `embedded:`
+/// path is an error, and no catalog directory is created for it.
+#[test]
+fn read_commands_check_their_input_and_never_create_a_catalog() {
+    if !engine("read_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_read_edge");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    capcat.run(&["ingest", inputs.to_str().unwrap(), "--tenant", "acme"]);
+    let limit = std::time::Duration::from_secs(60);
+
+    for dtype in ["F32", "f32"] {
+        let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--dtype", dtype]));
+        assert_eq!(found.len(), 1, "--dtype {dtype}: {found:?}");
+        assert_eq!(found[0].1, "layer0.attn.out", "--dtype {dtype}");
+    }
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["search", "--tenant", "acme", "--dtype", "f33"],
+        limit,
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("--dtype \"f33\": expected one of F64, F32, F16, BF16"),
+        "{said}"
+    );
+
+    let known = search_rows(&capcat.run(&["search", "--tenant", "acme"]));
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (ok, said) = run_bounded(
+        &capcat,
+        &["get", "--tenant", "acme", &known[0].0, &unknown],
+        limit,
+    );
+    assert!(!ok, "get of an unknown id succeeded:\n{said}");
+    assert!(said.contains(&format!("{unknown}  not found")), "{said}");
+    assert!(said.contains("1 of 2 capture(s) not found"), "{said}");
+
+    // The flags of `capcat` point at a directory that does not exist, as a
+    // mistyped `--catalog embedded:...` does.
+    let mistyped = Capcat::local(&work.path().join("mistyped"), "cli_read_edge");
+    let typo = mistyped.dir.join("catalog");
+    for args in [
+        vec!["search", "--tenant", "acme"],
+        vec!["get", "--tenant", "acme", &unknown],
+        vec!["status"],
+    ] {
+        let (ok, said) = run_bounded(&mistyped, &args, limit);
+        // status reports the catalog half and exits 0; the others fail.
+        assert_eq!(ok, args.contains(&"status"), "{args:?}:\n{said}");
+        assert!(
+            said.contains(&format!("catalog {}: no such directory", typo.display())),
+            "{args:?}:\n{said}"
+        );
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+}
+
+/// Issue 16, input validation at the edge, for the demo: `--records 0`
+/// names `--records` (not `max_pack_records`), and a verification that
+/// finds nothing of the run exits non-zero.
+#[test]
+fn the_demo_names_its_flags_and_a_verification_of_nothing_fails() {
+    if !engine("demo_edge", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("demo");
+    let dir_text = dir.to_str().unwrap();
+    let (ok, said) = capcat_bare(&["demo", "--records", "0", "--dir", dir_text], &[]);
+    assert!(!ok, "{said}");
+    assert!(said.contains("--records 0: must be at least 1"), "{said}");
+    let (ok, said) = capcat_bare(&["demo", "--packs", "0", "--dir", dir_text], &[]);
+    assert!(!ok, "{said}");
+    assert!(said.contains("--packs 0: must be at least 1"), "{said}");
+
+    let (ok, said) = capcat_bare(
+        &[
+            "demo",
+            "--records",
+            "24",
+            "--run",
+            "real",
+            "--dir",
+            dir_text,
+        ],
+        &[],
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = capcat_bare(
+        &["demo", "--verify-only", "--run", "real", "--dir", dir_text],
+        &[],
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = capcat_bare(
+        &[
+            "demo",
+            "--verify-only",
+            "--run",
+            "nonexistent",
+            "--dir",
+            dir_text,
+        ],
+        &[],
+    );
+    assert!(!ok, "a verification of nothing succeeded:\n{said}");
+    assert!(said.contains("no record of it"), "{said}");
+}
+
+/// Issue 16, "a clean exit", as reported: `RUST_LOG=info capcat status` on
+/// an embedded catalog, 20 times. Each run exits 0 with no panic, no
+/// warning and no escape code in its stderr (a pipe, not a terminal).
+#[test]
+fn status_at_info_exits_cleanly_twenty_times() {
+    if !engine("status_exit", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_status_exit");
+    // A catalog with its schema, so status runs statements that succeed.
+    capcat.run(&["schema", "check"]);
+    for run in 0..20 {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+        command
+            .arg("--catalog")
+            .arg(format!(
+                "embedded:{}",
+                work.path().join("catalog").display()
+            ))
+            .args(["--store", &capcat.store, "--prefix", &capcat.prefix])
+            .arg("--spool")
+            .arg(work.path().join("spool"))
+            .arg("status")
+            .env("RUST_LOG", "info");
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "run {run}: {}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(stdout.contains("published head 0"), "run {run}: {stdout}");
+        assert!(!stderr.contains("panicked"), "run {run}: a panic\n{stderr}");
+        assert!(
+            !out.stderr.contains(&0x1b),
+            "run {run}: an escape code in a pipe\n{stderr}"
+        );
+        assert!(
+            !stderr
+                .lines()
+                .any(|l| l.contains(" WARN ") || l.contains(" ERROR ")),
+            "run {run}: a warning on a successful run\n{stderr}"
+        );
+    }
+}
+
+/// Issue 16, idempotent ingest: the same bytes ingested twice are one copy
+/// (the second run skips every tensor and uploads nothing); another run of
+/// the same bytes is other captures.
+#[test]
+fn ingesting_the_same_bytes_twice_gives_one_copy() {
+    if !engine("ingest_twice", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_twice");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let dir = inputs.to_str().unwrap();
+    let first = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r1"]);
+    assert!(first.contains("uploaded 1,"), "{first}");
+    let again = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r1"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--run", "r1"]));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        again.contains("4 of 4 tensor(s) already in the catalog"),
+        "{again}"
+    );
+    assert!(again.contains("uploaded 0,"), "{again}");
+    capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r2"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme"]));
+    assert_eq!(found.len(), 8, "{found:?}");
+}
+
+/// Issue 16, idempotent ingest: an ingest that failed on an unreachable
+/// store leaves its sealed pack in the spool; the next ingest of the same
+/// files finishes it, says so, and does not publish the tensors twice.
+#[test]
+fn an_ingest_retried_after_a_failed_upload_gives_one_copy() {
+    if !engine("ingest_retry", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_retry");
+    let inputs = work.path().join("in");
+    write_inputs(&inputs);
+    let dir = inputs.to_str().unwrap();
+    // A store nothing listens on (port 9, discard), and a short flush
+    // timeout so the failure comes in seconds.
+    let config = work.path().join("short.toml");
+    std::fs::write(&config, "close_flush_timeout_s = 2.0\n").unwrap();
+    let mut unreachable = Capcat::local(work.path(), "cli_retry");
+    unreachable.store = "s3://bucket?endpoint=http://127.0.0.1:9".to_owned();
+    unreachable.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), "x".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), "y".to_owned()),
+    ];
+    let config_arg = config.to_str().unwrap();
+    let out = unreachable.output(&[
+        "--config", config_arg, "ingest", dir, "--tenant", "acme", "--run", "r3",
+    ]);
+    assert!(
+        !out.status.success(),
+        "ingest to an unreachable store succeeded"
+    );
+    // The store's error in words: the cause, and no Rust Debug dump of
+    // the SDK's error (`DispatchFailure(DispatchFailure { source: .. })`).
+    let failed = String::from_utf8_lossy(&out.stderr);
+    assert!(failed.contains("Connection refused"), "{failed}");
+    assert!(
+        !failed.contains("DispatchFailure") && !failed.contains(" { "),
+        "Debug output in the error:\n{failed}"
+    );
+    let ready = std::fs::read_dir(work.path().join("spool"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".ready")
+        })
+        .count();
+    assert_eq!(ready, 1, "the failed ingest left no sealed pack");
+    let retry = capcat.run(&["ingest", dir, "--tenant", "acme", "--run", "r3"]);
+    let found = search_rows(&capcat.run(&["search", "--tenant", "acme", "--run", "r3"]));
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert!(
+        retry.contains("finishing 1 pack(s) left by an earlier ingest"),
+        "{retry}"
+    );
+    assert!(
+        retry.contains("4 of 4 tensor(s) already in the catalog"),
+        "{retry}"
+    );
+}
+
+/// Issue 16: an idle `drain` or `reconcile` (nothing in the spool, nothing
+/// in the store) returns as soon as it is done. Close used to wait a whole
+/// lease renewal period (lease_ttl_s / 3, 10 s by default) for the lease
+/// keeper, which had missed the stop signal.
+#[test]
+fn an_idle_drain_or_reconcile_returns_at_once() {
+    if !engine("idle_drain", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_idle");
+    capcat.run(&["schema", "check"]);
+    for command in ["drain", "reconcile", "drain"] {
+        let started = std::time::Instant::now();
+        let said = capcat.run(&[command]);
+        let took = started.elapsed();
+        // Well below the 10 s period, well above an idle run's ~0.5 s.
+        assert!(
+            took < std::time::Duration::from_secs(5),
+            "idle {command} took {took:?}:\n{said}"
+        );
+    }
+}
+
+/// Issue 16: messages are words, not Rust `Debug` output: `schema check`
+/// said `Current { recreated_views: {} }`, and status said `oldest pending
+/// None ms`.
+#[test]
+fn schema_check_and_status_print_no_debug_output() {
+    if !engine("no_debug", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_words");
+    let said = capcat.run(&["schema", "check"]);
+    assert!(said.contains("catalog cli_words: created"), "{said}");
+    let said = capcat.run(&["schema", "check"]);
+    assert!(said.contains("catalog cli_words: current\n"), "{said}");
+    let status = capcat.run(&["status"]);
+    assert!(
+        status.contains("demand: 0 pending pack(s), 0 pending byte(s), oldest pending none"),
+        "{status}"
+    );
+    for text in [&said, &status] {
+        for debug in ["Some(", "None", " { ", "}\n"] {
+            assert!(!text.contains(debug), "{debug:?} in:\n{text}");
+        }
+    }
+    // The info log of a service start and a reconcile pass, likewise
+    // (`outcome=Current { recreated_views: {} }`, `report=ReconcileReport
+    // { listed: 0, .. }` before).
+    let mut logged = Capcat::local(work.path(), "cli_words");
+    logged.env = vec![("RUST_LOG".to_owned(), "info".to_owned())];
+    let out = logged.output(&["reconcile"]);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("outcome=current"), "{log}");
+    assert!(log.contains("reconcile pass done listed=0"), "{log}");
+    assert!(!log.contains(" { "), "Debug output in the log:\n{log}");
+}
+
+/// A shared flag's environment variable that is not UTF-8 is refused,
+/// naming it, rather than skipped (which would silently fall back to the
+/// file or the default).
+#[test]
+fn a_non_utf8_setting_variable_is_refused_not_ignored() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_capcat"));
+    command.arg("settings");
+    for var in SETTINGS_ENV {
+        command.env_remove(var);
+    }
+    command.env("CAPCAT_PREFIX", std::ffi::OsStr::from_bytes(b"caps\xffcat"));
+    let out = command.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted:\n{said}");
+    assert!(
+        said.contains("environment variable CAPCAT_PREFIX is not valid UTF-8"),
+        "{said}"
+    );
+}
+
+/// A read under a prefix the catalog has no tables for (a mistyped
+/// `--prefix`) says so, instead of the server's UNKNOWN_TABLE exception
+/// text; status reports it and exits 0.
+#[test]
+fn a_read_under_a_prefix_without_tables_names_the_prefix() {
+    if !engine("no_schema", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    Capcat::local(work.path(), "cli_real").run(&["schema", "check"]);
+    let typo = Capcat::local(work.path(), "cli_rael");
+    let limit = std::time::Duration::from_secs(60);
+    let hint = "catalog has no Capcat tables under prefix \"cli_rael\" (check --prefix";
+    for args in [
+        vec!["search", "--tenant", "acme"],
+        vec![
+            "get",
+            "--tenant",
+            "acme",
+            "00000000-0000-0000-0000-000000000001",
+        ],
+        vec!["status"],
+    ] {
+        let (ok, said) = run_bounded(&typo, &args, limit);
+        assert_eq!(ok, args == ["status"], "{args:?}:\n{said}");
+        assert!(said.contains(hint), "{args:?}:\n{said}");
+        assert!(!said.contains("DB::Exception"), "{args:?}:\n{said}");
+    }
+}

@@ -242,6 +242,15 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
             "--verify-only",
         ]);
         let said = text(&out);
+        // A run killed before it sealed a pack has nothing in the catalog,
+        // and a verification that finds nothing fails by design.
+        if sealed.is_empty() {
+            assert!(
+                !out.status.success() && said.contains("no record of it"),
+                "verify {run} (nothing sealed): {said}"
+            );
+            continue;
+        }
         assert!(out.status.success(), "verify {run}: {said}");
         let found: BTreeMap<uuid::Uuid, u64> = said
             .lines()

@@ -171,7 +171,7 @@ impl Catalog {
             .await??;
         tracing::info!(
             prefix = self.tables.prefix(),
-            ?outcome,
+            %outcome,
             "catalog schema ensured"
         );
         Ok(outcome)

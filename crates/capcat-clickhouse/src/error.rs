@@ -85,7 +85,8 @@ pub enum CatalogError {
     /// The publish was fenced out: the lease is no longer this publisher's.
     #[error(
         "publish of version {version} (publish {publish_id}) was fenced out: the publisher lease \
-         is no longer ours (head: {head:?}); acquire it again"
+         is no longer ours (head: {}); acquire it again",
+        capcat_proto::lease::HeadShown(head)
     )]
     LeaseLost {
         /// The version attempted.

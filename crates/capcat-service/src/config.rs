@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use capcat_proto::Tables;
 use capcat_s3::CatalogPrefix;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The smallest poll interval: below it the loop would spin.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(1);
@@ -34,7 +34,7 @@ pub enum ConfigError {
         detail: String,
     },
     /// An interval or timeout is NaN or infinite.
-    #[error("{field} = {value} must be a finite number of seconds")]
+    #[error("{field} = {} must be a finite number of seconds", Shown(*value))]
     NotFinite {
         /// The field.
         field: &'static str,
@@ -43,7 +43,7 @@ pub enum ConfigError {
     },
     /// An interval or timeout is zero or negative, or so small (below a
     /// nanosecond) that it is zero as a duration.
-    #[error("{field} = {value} must be positive (at least a nanosecond)")]
+    #[error("{field} = {} must be positive (at least a nanosecond)", Shown(*value))]
     NotPositive {
         /// The field.
         field: &'static str,
@@ -51,7 +51,7 @@ pub enum ConfigError {
         value: f64,
     },
     /// An interval or timeout is above [`MAX_INTERVAL`].
-    #[error("{field} = {value} s is more than the {max_s} s (ten years) accepted")]
+    #[error("{field} = {} s is more than the {max_s} s (ten years) accepted", Shown(*value))]
     TooLong {
         /// The field.
         field: &'static str,
@@ -61,7 +61,10 @@ pub enum ConfigError {
         max_s: u64,
     },
     /// The poll interval is below [`MIN_POLL_INTERVAL`]: the loop would spin.
-    #[error("poll_interval_s = {value} must be at least 0.001 s, or the cycle loop spins")]
+    #[error(
+        "poll_interval_s = {} must be at least 0.001 s, or the cycle loop spins",
+        Shown(*value)
+    )]
     PollIntervalTooSmall {
         /// The rejected value.
         value: f64,
@@ -83,15 +86,20 @@ pub enum ConfigError {
     },
     /// The publish timeout is not a whole number of seconds.
     #[error(
-        "publish_timeout_s = {value} must be a whole number of seconds \
-         (ClickHouse truncates max_execution_time, and 0 means unlimited)"
+        "publish_timeout_s = {} must be a whole number of seconds \
+         (ClickHouse truncates max_execution_time, and 0 means unlimited)",
+        Shown(*value)
     )]
     PublishTimeoutNotWhole {
         /// The rejected value.
         value: f64,
     },
     /// The publish timeout is not below the lease TTL.
-    #[error("publish_timeout_s = {publish_timeout_s} must be below lease_ttl_s = {lease_ttl_s}")]
+    #[error(
+        "publish_timeout_s = {} must be below lease_ttl_s = {}",
+        Shown(*publish_timeout_s),
+        Shown(*lease_ttl_s)
+    )]
     PublishTimeoutNotBelowTtl {
         /// The publish timeout.
         publish_timeout_s: f64,
@@ -137,8 +145,28 @@ pub enum ConfigError {
     Protocol(#[from] capcat_proto::ConfigError),
 }
 
+/// A number of seconds as an error message shows it: as written for
+/// ordinary magnitudes, in exponent form for huge or tiny ones. `f64`'s
+/// `Display` never uses an exponent, so `lease_ttl_s = 1e300` would be
+/// echoed as a 301-digit integer that hides the field it belongs to.
+#[derive(Clone, Copy, Debug)]
+struct Shown(f64);
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let magnitude = self.0.abs();
+        // Between a millionth and a million million the plain form is at
+        // most about twenty characters; outside it the exponent is shorter.
+        if magnitude != 0.0 && magnitude.is_finite() && !(1e-6..1e15).contains(&magnitude) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
 /// The service configuration as written in TOML (seconds as numbers).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServiceConfig {
     /// The spool directory the sink writes packs into.
@@ -679,6 +707,37 @@ mod tests {
             }
         }
         assert!(with(|c| c.demand_publish_timeout_s = 1e-9).is_ok());
+    }
+
+    /// A huge value is shown in exponent form, not as the 301 digits
+    /// `f64`'s `Display` writes, and ordinary values as written.
+    #[test]
+    fn huge_and_tiny_values_are_shown_compactly_in_errors() {
+        let huge = ServiceConfig::from_toml("lease_ttl_s = 1e300\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            huge.starts_with("lease_ttl_s = 1e300 s is more than"),
+            "{huge}"
+        );
+        assert!(huge.len() < 100, "{huge}");
+        let tiny = with(|c| c.poll_interval_s = 1e-10)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            tiny.starts_with("poll_interval_s = 1e-10 must be"),
+            "{tiny}"
+        );
+        let plain = with(|c| c.publish_timeout_s = 2.5)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(plain.starts_with("publish_timeout_s = 2.5 must"), "{plain}");
+        assert_eq!(Shown(-1.0).to_string(), "-1");
+        assert_eq!(Shown(0.0).to_string(), "0");
+        assert_eq!(Shown(f64::NAN).to_string(), "NaN");
     }
 
     #[test]

@@ -476,6 +476,14 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         let period = self.cfg.lease_ttl / 3;
         let mut stop = self.signals.stop_signal();
         loop {
+            // Checked before every wait, not only after it: a receiver made
+            // after the stop (a task first polled once close had begun, as
+            // in a drain with nothing to do) has already seen it, so
+            // `changed()` would never fire and close waited a whole period
+            // (ttl / 3: 10 s by default) for this task.
+            if self.signals.stopped() {
+                return;
+            }
             tokio::select! {
                 () = tokio::time::sleep(period) => {}
                 _ = stop.changed() => return,

@@ -87,7 +87,15 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         self.demand
             .scanned(ids.len() as u64, committed.len() as u64);
         self.signals.advanced();
-        tracing::info!(?report, "reconcile pass done");
+        // Field by field: a log line an operator reads, not a Rust struct.
+        tracing::info!(
+            listed = report.listed,
+            committed = report.committed,
+            queued = report.queued,
+            skipped = report.skipped,
+            head_errors = report.head_errors,
+            "reconcile pass done"
+        );
         Ok(report)
     }
 }

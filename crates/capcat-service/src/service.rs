@@ -215,7 +215,7 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
             .await
             .map_err(StartError::from_catalog)?;
         tracing::info!(
-            ?outcome,
+            %outcome,
             prefix = cfg.tables.prefix(),
             "catalog schema ready"
         );

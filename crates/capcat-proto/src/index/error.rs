@@ -26,8 +26,9 @@ pub enum IndexError {
     /// the same fence. Acquire the lease again.
     #[error(
         "publishing version {version} (publish {publish_id}) was fenced out: the publisher \
-         lease is no longer ours (head: {head:?}); acquire it again. Manifest rows a fenced \
-         statement did not write are absent; rows of earlier statements are inert"
+         lease is no longer ours (head: {}); acquire it again. Manifest rows a fenced \
+         statement did not write are absent; rows of earlier statements are inert",
+        crate::lease::HeadShown(head)
     )]
     LeaseLost {
         /// The version attempted.

@@ -30,8 +30,9 @@ pub enum LeaseError {
     /// A renewal found the head no longer this caller's: the lease was taken
     /// over, released or contested. Acquire again before publishing.
     #[error(
-        "lease {lease_id} is no longer the head (head: {head:?}); acquire the lease again \
-         before publishing"
+        "lease {lease_id} is no longer the head (head: {}); acquire the lease again \
+         before publishing",
+        super::HeadShown(head)
     )]
     NotHeld {
         /// The lease the caller thought it held.

@@ -127,3 +127,75 @@ pub struct LeaseHead {
     /// the term belongs to a holder with a fenced statement in flight.
     pub term_live: bool,
 }
+
+/// A lease head as an error message shows it: in words, not as the Rust
+/// `Debug` of an `Option<LeaseHead>` (`Some(LeaseHead { term: 3, .. })`).
+#[derive(Clone, Copy, Debug)]
+pub struct HeadShown<'a>(pub &'a Option<LeaseHead>);
+
+impl std::fmt::Display for HeadShown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(head) = self.0 else {
+            return f.write_str("none: the lease table is empty");
+        };
+        let state = if head.expires_at_ns == 0 {
+            "released"
+        } else if head.contested {
+            "contested"
+        } else if head.live {
+            "live"
+        } else {
+            "expired"
+        };
+        write!(
+            f,
+            "lease {} of {} at term {}, {state}",
+            head.lease_id, head.holder, head.term
+        )
+    }
+}
+
+#[cfg(test)]
+mod head_shown_tests {
+    use super::*;
+
+    /// The lease errors name the head in words (issue 16: messages must
+    /// not leak Rust `Debug` output).
+    #[test]
+    fn a_not_held_error_names_the_head_in_words() {
+        let head = LeaseHead {
+            term: 3,
+            lease_id: Uuid::from_u128(7),
+            holder: "svc-a".to_owned(),
+            expires_at_ns: 5,
+            live: true,
+            contested: false,
+            term_expires_at_ns: 5,
+            term_live: true,
+        };
+        let error = LeaseError::NotHeld {
+            lease_id: Uuid::from_u128(1),
+            head: Some(head),
+        }
+        .to_string();
+        assert!(
+            error.contains(
+                "(head: lease 00000000-0000-0000-0000-000000000007 of svc-a at term 3, live)"
+            ),
+            "{error}"
+        );
+        assert!(
+            !error.contains("Some(") && !error.contains(" { "),
+            "{error}"
+        );
+        let empty = LeaseError::NotHeld {
+            lease_id: Uuid::from_u128(1),
+            head: None,
+        }
+        .to_string();
+        assert!(
+            empty.contains("(head: none: the lease table is empty)"),
+            "{empty}"
+        );
+    }
+}

@@ -26,6 +26,31 @@ pub enum EnsureOutcome {
     },
 }
 
+impl std::fmt::Display for EnsureOutcome {
+    /// In words, for a person reading a command's output or a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Created => f.write_str("created"),
+            Self::Completed => {
+                f.write_str("completed (an interrupted install was finished and stamped)")
+            }
+            Self::Current { recreated_views } if recreated_views.is_empty() => {
+                f.write_str("current")
+            }
+            Self::Current { recreated_views } => {
+                f.write_str("current; missing view(s) recreated: ")?;
+                for (i, view) in recreated_views.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(view)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
     ReadTables,

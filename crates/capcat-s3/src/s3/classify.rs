@@ -1,6 +1,6 @@
 //! Maps aws-sdk-s3 errors to the store's [`ErrorClass`]es.
 
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 
 use crate::error::{ErrorClass, Operation, StoreError};
 
@@ -63,16 +63,67 @@ where
         }
         _ => ErrorClass::Other,
     };
-    let mut detail = DisplayErrorContext(error).to_string();
+    let mut detail = error_chain(error);
     if let Some(response) = error.raw_response() {
         detail = format!("HTTP {}: {detail}", response.status().as_u16());
     }
     StoreError::new(class, op, key, detail)
 }
 
+/// An error and its sources, each as it displays itself, joined by ": ".
+///
+/// Not the SDK's `DisplayErrorContext`, which appends the whole error's
+/// `Debug` form (`DispatchFailure(DispatchFailure { source: ConnectorError
+/// { .. } })`): every word of that is already in the chain, and the rest
+/// is Rust syntax an operator reads as noise in a CLI message or a log line.
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    // Bounded by the chain's length: each step moves to the next source.
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        // A wrapper often repeats its cause's words: skip a repeat.
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug)]
+    struct Outer(Inner);
+    #[derive(Debug)]
+    struct Inner;
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("dispatch failure")
+        }
+    }
+    impl std::fmt::Display for Inner {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("connection refused")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    impl std::error::Error for Inner {}
+
+    #[test]
+    fn an_error_chain_is_words_without_debug_output() {
+        assert_eq!(
+            error_chain(&Outer(Inner)),
+            "dispatch failure: connection refused"
+        );
+    }
 
     #[test]
     fn statuses_and_codes_map_to_classes() {

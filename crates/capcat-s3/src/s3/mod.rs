@@ -365,10 +365,7 @@ async fn collect_body(op: Operation, key: &str, body: ByteStream) -> Result<Byte
             ErrorClass::Transient,
             op,
             key,
-            format!(
-                "reading the body: {}",
-                aws_sdk_s3::error::DisplayErrorContext(&error)
-            ),
+            format!("reading the body: {}", classify::error_chain(&error)),
         )),
     }
 }
