@@ -253,10 +253,11 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
     let rate = options.records as f64 / to_queryable.as_secs_f64();
     println!();
     println!(
-        "capcat demo: {} records in {} packs ({:.1} MB), Qwen2.5-0.5B-shaped",
+        "capcat demo: {} records in {} packs ({:.1} MB), Qwen2.5-0.5B-shaped, {}",
         options.records,
         index,
-        pack_bytes as f64 / 1e6
+        pack_bytes as f64 / 1e6,
+        build_profile()
     );
     println!("  sealed into the spool      {sealed_in:>10.2?}");
     println!(
@@ -476,4 +477,15 @@ async fn verify_all(
     }
     progress.finish();
     Ok(verified)
+}
+
+/// Which build is running, so the timings above are never compared with
+/// the release figures of docs/benchmarks.md by mistake: a debug build of
+/// the pack code is several times slower.
+fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug build (timings are not the release figures of docs/benchmarks.md)"
+    } else {
+        "release build"
+    }
 }

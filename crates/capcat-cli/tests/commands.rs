@@ -824,6 +824,8 @@ fn the_demo_honours_the_shared_flags() {
     );
     assert!(ok, "{said}");
     assert!(said.contains("--prefix demo_flag"), "{said}");
+    // Its timings say which build made them (the tests run a debug one).
+    assert!(said.contains("debug build (timings are not"), "{said}");
     let capcat = Capcat::local(&dir, "demo_flag");
     let found = search_rows(&capcat.run(&["search", "--tenant", "demo", "--run", "flags"]));
     assert_eq!(found.len(), 24, "{found:?}");
