@@ -69,9 +69,9 @@ fn regenerate(root: &Path, out: &Path) -> Result<()> {
         ])
         .env("CAPCAT_CORPUS_DIR", out);
     // The export is one breadth-first search per rejected design (about
-    // 45 s after the build): the test prints a line per file as it goes.
+    // 8.5 minutes in the last CI run): the test prints a line per file as it goes.
     eprintln!(
-        "xtask corpus: exporting the traces into {} (about 45 s after the build)",
+        "xtask corpus: exporting the traces into {} (several minutes after the build: one breadth-first search per rejected design)",
         out.display()
     );
     cache::run(&mut command)?;

@@ -70,7 +70,8 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     golden::check_python()?;
     // Last, so a stale corpus never hides a test result: the trace corpus
     // the replay runs must be what the model and capcat-proto export now
-    // (about 45 s: one breadth-first search per rejected design).
+    // (one breadth-first search per rejected design: 513 s in the last CI
+    // run, the suite's longest step after the tests themselves).
     corpus::run(&["--check".to_owned()])?;
     eprintln!("xtask test: every suite passed");
     Ok(())
