@@ -154,9 +154,8 @@ pub async fn compact(
 /// One drive is bounded by [`MAX_STEPS`], and a plan may hold more
 /// statements than that (a large `limit`): it runs as consecutive
 /// [`run_in_order`] calls of at most `MAX_STEPS - 1` statements each, which
-/// keeps the plan's order and its stop at the first failure. Before, a plan
-/// over the bound was refused whole and every rerun built the same plan, so
-/// it could never compact.
+/// keeps the plan's order and its stop at the first failure. Refusing such
+/// a plan whole would never compact it: every rerun builds the same plan.
 async fn run(
     transport: &dyn Transport,
     operation: &'static str,
