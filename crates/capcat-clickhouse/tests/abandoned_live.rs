@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use capcat_clickhouse::{BoxFuture, Catalog, CatalogError, Transport};
-use capcat_proto::{Failure, LeaseError, Rows, Statement};
-use support::{Live, capture_ids, pack_of, short_lease_config};
+use capcat_proto::{Config, Failure, LeaseError, Rows, Statement};
+use support::{Live, capture_ids, pack_of};
 use uuid::Uuid;
 
 /// Gives up on the first statement named `target`.
@@ -73,9 +73,11 @@ impl Transport for Abandoning {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_commit_row_given_up_on_is_settled_before_its_failure_reaches_the_caller() {
-    // TTL 2 s, cap 1 s, fence margin 1.25 s: the server holds the statement
-    // 0.8 s, within its cap, so it lands after the client has given up.
-    let config = short_lease_config();
+    // TTL 4 s, cap 2 s, fence margin 2.25 s: the server holds the statement
+    // 1 s, 1 s inside its cap (a loaded CI machine added 0.26 s of work to a
+    // held statement), so it lands after the client has given up and before
+    // the driver's settle wait ends.
+    let config = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
     let Some(live) = Live::start_with("abandoned_commit_row", config.clone()).await else {
         return;
     };
@@ -83,7 +85,7 @@ async fn a_commit_row_given_up_on_is_settled_before_its_failure_reaches_the_call
     let abandoning = Arc::new(Abandoning {
         inner: Arc::clone(live.catalog.transport()),
         target: "publish.insert_commit_row",
-        hold_s: 0.8,
+        hold_s: 1.0,
         abandoned: AtomicBool::new(false),
         finished: Arc::new(AtomicBool::new(false)),
         after: Mutex::new(Vec::new()),

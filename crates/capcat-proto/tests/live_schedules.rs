@@ -91,9 +91,11 @@ fn acquire(
 /// reader pinned W. Returns how many packs the pinned W = 2 gained while the
 /// reader held it.
 fn late_commit_row_schedule(engine: &'static Engine, prefix: &str, seed_fence: bool) -> u64 {
-    // TTL 4 s, cap 2 s: the held statement may run up to 2 s, long enough
-    // for a successor to acquire and publish after the lease expired.
-    let cfg = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
+    // TTL 6 s, cap 4 s: the statement is held 2.5 s, long enough for a
+    // successor to acquire and publish after the lease expired, and 1.5 s
+    // inside its cap so that a loaded machine (CI measured 0.26 s of work
+    // around a 1.8 s hold) does not turn the schedule into a timeout.
+    let cfg = Config::new(6_000_000_000, 4_000_000_000).expect("4 s below 6 s");
     let t = Tables::new(prefix).expect("prefix");
     setup(engine, &t);
     let p0 = acquire(engine, &t, &cfg, "p0", 1);
@@ -102,7 +104,7 @@ fn late_commit_row_schedule(engine: &'static Engine, prefix: &str, seed_fence: b
         publish::sql::insert_manifest(&t, &cfg, 1, Uuid::from_u128(10), &p0, vec![pack0]);
     assert!(matches!(execute(engine, &manifest), Input::Rows(_)));
     // 0.2 s of lease left: the seed's fence still passes, the margin fence
-    // (cap + slack = 2.25 s) does not.
+    // (cap + slack = 4.25 s) does not.
     sleep_until_server(engine, p0.expires_at_ns - 200_000_000);
     let commit_row = publish::sql::insert_commit_row(&t, &cfg, 1, Uuid::from_u128(10), &p0, 1);
     let commit_row = if seed_fence {
@@ -110,7 +112,7 @@ fn late_commit_row_schedule(engine: &'static Engine, prefix: &str, seed_fence: b
     } else {
         commit_row
     };
-    let stalled = held(&commit_row, 1.8);
+    let stalled = held(&commit_row, 2.5);
     let late = std::thread::spawn(move || execute(engine, &stalled));
     // The successor, once p0's lease has expired by the server's clock.
     sleep_until_server(engine, p0.expires_at_ns + 20_000_000);
@@ -262,8 +264,9 @@ fn run_until<M: Machine>(engine: &Engine, m: &mut M, name: &str) -> Statement {
 /// publish's commit row. It is held between its guard and its row while v2
 /// publishes and a reader pins W = 2. Returns how many packs W = 2 gained.
 fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bool) -> u64 {
-    // TTL 4 s, cap 2 s: the held statement may run 1.5 s.
-    let cfg = Config::new(4_000_000_000, 2_000_000_000).expect("2 s below 4 s");
+    // TTL 6 s, cap 4 s: the statement is held 2.5 s, 1.5 s inside its cap
+    // (see `late_commit_row_schedule` on a loaded machine).
+    let cfg = Config::new(6_000_000_000, 4_000_000_000).expect("4 s below 6 s");
     let t = Tables::new(prefix).expect("prefix");
     setup(engine, &t);
     let as_sent = |stmt: Statement| {
@@ -306,7 +309,7 @@ fn late_start_schedule(engine: &'static Engine, prefix: &str, lease_id_fence: bo
     let manifest = run_until(engine, &mut second, "publish.insert_manifest");
     assert!(!second.lease().unsettled(), "the renewal proved it settled");
     // Now the server starts the abandoned statement.
-    let stalled = held(&abandoned, 1.5);
+    let stalled = held(&abandoned, 2.5);
     let late = std::thread::spawn(move || execute(engine, &stalled));
     // Its guard is read when it starts; give it that instant.
     std::thread::sleep(Duration::from_millis(200));
