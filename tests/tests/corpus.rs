@@ -5,11 +5,20 @@
 //! Regenerate with `cargo xtask corpus` (which runs
 //! `cargo test -p capcat-tests --test corpus -- --ignored regenerate_the_trace_corpus`);
 //! a change to the model or to the SQL that changes a trace then shows as a
-//! diff under `tests/corpus/`, and `cargo xtask corpus --check` fails on it.
+//! diff under `tests/corpus/`.
 //! `CAPCAT_CORPUS_DIR` writes the corpus elsewhere (the check's temp dir).
+//!
+//! The committed corpus is checked here, one test per file: each test
+//! exports its file afresh and compares it byte for byte with the committed
+//! one. One test per rejected design (rather than one test for the whole
+//! corpus) lets the test runner spread the searches over its threads and
+//! overlap them with the suite's engine tests, which spend much of their
+//! time waiting on leases to expire.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
+use capcat_model_check::publication::Design;
 use capcat_tests::traces::{counterexample, random_walks, rejected_designs};
 use serde_json::Value as Json;
 
@@ -18,6 +27,114 @@ const WALK_SEED: u64 = 0x00CA_9CA7_5EED;
 /// Walks in the corpus, and their length bound.
 const WALKS: usize = 20;
 const WALK_STEPS: usize = 40;
+
+/// The committed corpus, whatever `CAPCAT_CORPUS_DIR` says.
+fn committed_corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+/// The document as the corpus stores it.
+fn corpus_text(doc: &Json) -> String {
+    serde_json::to_string_pretty(doc).expect("a JSON value serialises") + "\n"
+}
+
+/// Fails unless the committed file `relative` holds exactly `doc`, naming
+/// the first line that differs and the command that brings the corpus up
+/// to date.
+fn assert_committed(relative: &Path, doc: &Json) {
+    let path = committed_corpus().join(relative);
+    let committed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask corpus`", path.display()));
+    let now = corpus_text(doc);
+    if committed == now {
+        return;
+    }
+    let (line, (was, is)) = committed
+        .lines()
+        .chain(std::iter::repeat("<end of file>"))
+        .zip(now.lines().chain(std::iter::repeat("<end of file>")))
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+        .expect("two different texts differ in some line");
+    panic!(
+        "{} is stale: line {} is {was:?} in the commit, {is:?} in the export now; \
+         run `cargo xtask corpus` and commit tests/corpus",
+        path.display(),
+        line + 1
+    );
+}
+
+/// The committed counterexample of `design` is the one its search finds now.
+fn check_counterexample(design: Design) {
+    let (design, cfg, property) = rejected_designs()
+        .into_iter()
+        .find(|(d, ..)| *d == design)
+        .unwrap_or_else(|| panic!("{} is not a rejected design", design.name()));
+    let doc =
+        counterexample(design, cfg, property).unwrap_or_else(|e| panic!("{}: {e}", design.name()));
+    assert_committed(
+        &Path::new("counterexamples").join(format!("{}.json", design.name())),
+        &doc,
+    );
+}
+
+/// One test per rejected design, and a test that the list is the whole of
+/// `rejected_designs()` and of the committed `counterexamples/` folder.
+macro_rules! committed_counterexamples {
+    ($($test:ident => $design:ident,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check_counterexample(Design::$design);
+            }
+        )*
+
+        #[test]
+        fn every_rejected_design_has_its_committed_counterexample_checked() {
+            let checked: BTreeSet<&str> = [$(Design::$design.name()),*].into_iter().collect();
+            let rejected: BTreeSet<&str> =
+                rejected_designs().iter().map(|(d, ..)| d.name()).collect();
+            assert_eq!(checked, rejected, "a rejected design without its corpus check");
+            let dir = committed_corpus().join("counterexamples");
+            let committed: BTreeSet<String> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|entry| entry.expect("a directory entry").file_name())
+                .map(|name| name.to_string_lossy().into_owned())
+                .collect();
+            let expected: BTreeSet<String> =
+                checked.iter().map(|name| format!("{name}.json")).collect();
+            assert_eq!(
+                committed, expected,
+                "tests/corpus/counterexamples holds a file no design exports, or misses one; \
+                 run `cargo xtask corpus`"
+            );
+        }
+    };
+}
+
+committed_counterexamples! {
+    the_committed_barrier_only_counterexample_is_current => BarrierOnly,
+    the_committed_post_write_check_counterexample_is_current => PostWriteCheck,
+    the_committed_two_subquery_fence_counterexample_is_current => TwoSubqueryFence,
+    the_committed_count_only_read_back_counterexample_is_current => CountOnlyReadBack,
+    the_committed_membership_on_version_alone_counterexample_is_current => MembershipOnVersionAlone,
+    the_committed_unfenced_release_counterexample_is_current => UnfencedRelease,
+    the_committed_fresh_lease_id_on_reacquire_counterexample_is_current => FreshLeaseIdOnReacquire,
+    the_committed_no_execution_cap_counterexample_is_current => NoExecutionCap,
+    the_committed_inventory_before_publish_counterexample_is_current => InventoryBeforePublish,
+    the_committed_marginless_fence_counterexample_is_current => MarginlessFence,
+    the_committed_own_term_read_back_counterexample_is_current => OwnTermReadBack,
+    the_committed_rows_above_pinned_counterexample_is_current => RowsAbovePinned,
+    the_committed_lease_id_fence_counterexample_is_current => LeaseIdFence,
+    the_committed_no_settle_after_timeout_counterexample_is_current => NoSettleAfterTimeout,
+    the_committed_unpublished_rows_resolve_counterexample_is_current => UnpublishedRowsResolve,
+}
+
+#[test]
+fn the_committed_walks_of_the_shipped_design_are_current() {
+    let doc = random_walks(WALK_SEED, WALKS, WALK_STEPS).expect("walks");
+    assert_committed(Path::new("walks-shipped.json"), &doc);
+}
 
 fn corpus() -> PathBuf {
     std::env::var_os("CAPCAT_CORPUS_DIR").map_or_else(
@@ -122,8 +239,8 @@ fn regenerate_the_trace_corpus() {
         let path = staging
             .join("counterexamples")
             .join(format!("{}.json", design.name()));
-        let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
-        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        std::fs::write(&path, corpus_text(&doc))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         println!(
             "{}: {} steps",
             path.display(),
@@ -132,8 +249,7 @@ fn regenerate_the_trace_corpus() {
     }
     let doc = random_walks(WALK_SEED, WALKS, WALK_STEPS).expect("walks");
     let path = staging.join("walks-shipped.json");
-    let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::fs::write(&path, corpus_text(&doc)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     println!("{}: {WALKS} walks", path.display());
     let old = dir.with_file_name(format!("{name}.replaced-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&old);
