@@ -47,7 +47,7 @@ pub use config::{ConfigError, ServiceConfig, ValidConfig};
 pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
-pub use service::{CloseReport, FlushReport, Service};
+pub use service::{CloseReport, FlushProgress, FlushReport, Service};
 pub use snapshot::{DemandCounters, ErrorKind, ErrorRecord, RejectedPack, Snapshot};
 pub use spool::{Spool, SpoolError};
 pub use status::{StatusError, StatusFile, parse_status, read_status};

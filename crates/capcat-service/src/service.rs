@@ -117,6 +117,25 @@ impl<S> Inner<S> {
     }
 }
 
+/// When a flush gives up.
+#[derive(Clone, Copy, Debug)]
+enum FlushDeadline {
+    /// After this long in all.
+    Total(Duration),
+    /// After this long without one more pack done.
+    NoProgressFor(Duration),
+}
+
+/// How far a flush has come: of the `total` packs sealed before it
+/// started, `done` are queryable or set aside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushProgress {
+    /// Packs of the flush's boundary no longer pending.
+    pub done: usize,
+    /// Packs sealed before the flush started (its boundary).
+    pub total: usize,
+}
+
 /// What a successful flush reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlushReport {
@@ -373,8 +392,40 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
     /// [`FlushError::NotDrained`] at the deadline, [`FlushError::SetAside`]
     /// (once per set-aside pack), [`FlushError::Stopped`].
     pub async fn flush(&self, deadline: Duration) -> Result<FlushReport, FlushError> {
+        self.flush_until(FlushDeadline::Total(deadline), |_| {})
+            .await
+    }
+
+    /// Like [`flush`](Self::flush), but waits as long as the backlog
+    /// shrinks: it gives up only when `stall` passes without one more pack
+    /// of those sealed before the call becoming queryable (or set aside).
+    /// A backlog of any size drains, however long that takes, while a
+    /// service that stopped making progress is still reported within
+    /// `stall`. `observe` sees the progress once at the start and each time
+    /// it changes.
+    ///
+    /// # Errors
+    /// As [`flush`](Self::flush); [`FlushError::NotDrained`] says how long
+    /// the whole flush waited.
+    pub async fn flush_while_progressing(
+        &self,
+        stall: Duration,
+        observe: impl FnMut(FlushProgress),
+    ) -> Result<FlushReport, FlushError> {
+        self.flush_until(FlushDeadline::NoProgressFor(stall), observe)
+            .await
+    }
+
+    async fn flush_until(
+        &self,
+        deadline: FlushDeadline,
+        mut observe: impl FnMut(FlushProgress),
+    ) -> Result<FlushReport, FlushError> {
         let started = Instant::now();
-        let until = tokio::time::Instant::now() + deadline;
+        let window = match deadline {
+            FlushDeadline::Total(d) | FlushDeadline::NoProgressFor(d) => d,
+        };
+        let mut until = tokio::time::Instant::now() + window;
         self.seal().map_err(|e| FlushError::Seal(e.to_string()))?;
         if self.inner.signals.stopped() {
             return Err(FlushError::Stopped);
@@ -393,6 +444,9 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
         let total = boundary.len();
         let mut progress = inner.signals.progress();
         inner.signals.wake();
+        // `None` until the first count: the first pass reports the
+        // starting point without counting as progress.
+        let mut last_pending: Option<usize> = None;
         loop {
             let pending = {
                 let state = inner.lock_state();
@@ -404,6 +458,19 @@ impl<S: PackStore + Clone + std::fmt::Debug + 'static> Service<S> {
                 });
                 boundary.len()
             };
+            if last_pending != Some(pending) {
+                // The boundary only shrinks: a pack leaves it and never
+                // returns.
+                debug_assert!(last_pending.is_none_or(|last| pending < last));
+                observe(FlushProgress {
+                    done: total - pending,
+                    total,
+                });
+                if let (Some(_), FlushDeadline::NoProgressFor(stall)) = (last_pending, deadline) {
+                    until = tokio::time::Instant::now() + stall;
+                }
+                last_pending = Some(pending);
+            }
             if pending == 0 {
                 let set_aside = self.take_unreported();
                 if !set_aside.is_empty() {

@@ -7,6 +7,7 @@
 
 mod harness;
 mod lease_state;
+mod progress;
 mod reconcile;
 mod refuse;
 mod seeds;
