@@ -661,27 +661,59 @@ pub(crate) async fn start_waiting_for_lease(
     }
 }
 
+/// How long a command's final flush may go without progress.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub(crate) struct StallTimeout {
+    /// Seconds the final flush may go without one more pack becoming
+    /// queryable before the command gives up (default: the config's
+    /// `close_flush_timeout_s`). A backlog of any size drains while it
+    /// advances; a re-run continues where a stopped one left off.
+    #[arg(long, value_name = "SECONDS")]
+    stall_timeout: Option<f64>,
+}
+
+impl StallTimeout {
+    /// The flag's value, or `default` when it is absent.
+    fn duration_or(self, default: Duration) -> Result<Duration, CliError> {
+        let Some(seconds) = self.stall_timeout else {
+            return Ok(default);
+        };
+        match Duration::try_from_secs_f64(seconds) {
+            Ok(d) if !d.is_zero() => Ok(d),
+            _ => Err(CliError::Other(format!(
+                "--stall-timeout {seconds}: expected a finite number of seconds > 0"
+            ))),
+        }
+    }
+}
+
 async fn run_service(
     cfg: ValidConfig,
     catalog: Catalog,
     store: AnyStore,
     wait: Duration,
-    work: impl FnOnce(&Service<AnyStore>) -> Result<(), CliError>,
+    stall: Duration,
+    what: &'static str,
 ) -> Result<(), CliError> {
-    let timeout = cfg.close_flush_timeout;
     let service = start_waiting_for_lease(cfg, None, store, catalog, wait).await?;
-    let worked = work(&service);
-    finish_service(service, timeout, worked).await
+    finish_service(service, stall, what, Ok(())).await
 }
 
-/// Flushes within `timeout`, closes, prints what the service did, then
-/// returns the first failure: the work's, else the flush's.
+/// Flushes until every pack sealed before it is queryable, giving up only
+/// after `stall` without progress (shown as `what`), closes, prints what
+/// the service did, then returns the first failure: the work's, else the
+/// flush's.
 async fn finish_service(
     service: Service<AnyStore>,
-    timeout: Duration,
+    stall: Duration,
+    what: &'static str,
     worked: Result<(), CliError>,
 ) -> Result<(), CliError> {
-    let flushed = service.flush(timeout).await;
+    let mut view = crate::progress::FlushProgressView::new(what);
+    let flushed = service
+        .flush_while_progressing(stall, |p| view.observe(p))
+        .await;
+    view.finish();
     let snapshot = service.snapshot();
     let close = service.close().await;
     println!(
@@ -705,13 +737,18 @@ async fn finish_service(
 }
 
 /// `capcat reconcile`.
-pub(crate) async fn reconcile(common: &Common, wait: LeaseWait) -> Result<(), CliError> {
+pub(crate) async fn reconcile(
+    common: &Common,
+    wait: LeaseWait,
+    stall: StallTimeout,
+) -> Result<(), CliError> {
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
+    let stall = stall.duration_or(cfg.close_flush_timeout)?;
     refuse_owned_spool(&cfg)?;
     let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
-    run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await
+    run_service(cfg, catalog, store, wait.duration()?, stall, "reconcile").await
 }
 
 /// `.ready` and `.open` pack files in a spool directory (absent: none).
@@ -737,9 +774,14 @@ fn spool_counts(dir: &Path) -> Result<(usize, usize), CliError> {
 }
 
 /// `capcat drain`.
-pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliError> {
+pub(crate) async fn drain(
+    common: &Common,
+    wait: LeaseWait,
+    stall: StallTimeout,
+) -> Result<(), CliError> {
     let (mut cfg, target, store_target) = config(common)?;
     cfg.raw.reconcile_on_start = true;
+    let stall = stall.duration_or(cfg.close_flush_timeout)?;
     let spool_dir = cfg.raw.spool_dir.clone();
     refuse_owned_spool(&cfg)?;
     let (ready, open) = spool_counts(&spool_dir)?;
@@ -752,7 +794,7 @@ pub(crate) async fn drain(common: &Common, wait: LeaseWait) -> Result<(), CliErr
     }
     let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
-    run_service(cfg, catalog, store, wait.duration()?, |_| Ok(())).await?;
+    run_service(cfg, catalog, store, wait.duration()?, stall, "drain").await?;
     let (ready_after, open_after) = spool_counts(&spool_dir)?;
     println!(
         "drained: {ready_after} sealed and {open_after} unsealed pack file(s) left in the spool"
@@ -850,7 +892,7 @@ pub(crate) async fn ingest(
     let service =
         start_waiting_for_lease(cfg, None, store, catalog.clone(), Duration::ZERO).await?;
     let worked = ingest_new(&service, &catalog, tenant, records, left_over, timeout).await;
-    finish_service(service, timeout, worked).await
+    finish_service(service, timeout, "ingest", worked).await
 }
 
 /// Appends the records the catalog does not hold yet, and seals them.

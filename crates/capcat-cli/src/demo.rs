@@ -9,9 +9,9 @@ use capcat_proto::CaptureDescriptor;
 use capcat_proto::reader::{PageSize, SearchFilter, SearchQuery};
 use capcat_s3::{AnyStore, PackKey, PackStore};
 use capcat_service::{Catalog, ServiceConfig, Spool, ValidConfig};
-use indicatif::{ProgressBar, ProgressStyle};
 use uuid::Uuid;
 
+use crate::progress::{bar, spinner};
 use crate::settings::{Defaults, Resolved};
 use crate::target::Access;
 use crate::workload;
@@ -31,22 +31,6 @@ pub(crate) struct DemoOptions {
     /// Seal nothing and start no service: check what the catalog holds of
     /// the run.
     pub verify_only: bool,
-}
-
-fn bar(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} {per_sec}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(what.to_owned());
-    bar
-}
-
-fn spinner(what: &str) -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_message(what.to_owned());
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
 }
 
 /// Runs the demo and prints its summary.

@@ -6,6 +6,7 @@ mod commands;
 mod demo;
 mod engine_fetch;
 mod ingest;
+mod progress;
 mod settings;
 mod sql_walk;
 mod target;
@@ -175,12 +176,15 @@ enum Command {
     Reconcile {
         #[command(flatten)]
         wait: commands::LeaseWait,
+        #[command(flatten)]
+        stall: commands::StallTimeout,
     },
     /// Finish what a stopped or killed process left, then exit: seal
     /// nothing; sweep the spool's unsealed `.open` files (packs a crashed
     /// writer never finished), upload and index every sealed `.ready` pack,
     /// index packs in the store the catalog lacks (uploaded before a
-    /// crash), flush and release the lease. When a dead process's lease is
+    /// crash), flush (for as long as packs keep becoming queryable, see
+    /// --stall-timeout) and release the lease. When a dead process's lease is
     /// still live, waits for it to expire (up to --lease-wait). Against a
     /// running service on the same spool it fails at once, sweeping
     /// nothing, naming that process's pid (the spool's owner lock is held).
@@ -190,6 +194,8 @@ enum Command {
     Drain {
         #[command(flatten)]
         wait: commands::LeaseWait,
+        #[command(flatten)]
+        stall: commands::StallTimeout,
     },
 }
 
@@ -387,7 +393,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Schema {
             action: SchemaAction::Drop { yes },
         } => commands::schema_drop(&common, yes).await,
-        Command::Reconcile { wait } => commands::reconcile(&common, wait).await,
-        Command::Drain { wait } => commands::drain(&common, wait).await,
+        Command::Reconcile { wait, stall } => commands::reconcile(&common, wait, stall).await,
+        Command::Drain { wait, stall } => commands::drain(&common, wait, stall).await,
     }
 }

@@ -1309,3 +1309,71 @@ fn a_read_under_a_prefix_without_tables_names_the_prefix() {
         assert!(!said.contains("DB::Exception"), "{args:?}:\n{said}");
     }
 }
+
+/// Issue 16 (item 6): `drain` runs to the end while it advances. After 200
+/// killed demo runs, the recovery drain indexed 448 of 924 sealed packs and
+/// stopped at its fixed flush deadline (`close_flush_timeout_s`, 30 s),
+/// exiting non-zero. Here a backlog of [`BACKLOG`] one-record packs takes
+/// longer than a 1 s `close_flush_timeout_s` to drain; the drain gives up
+/// only on a stall, so it finishes them all.
+#[test]
+fn a_drain_longer_than_the_flush_timeout_runs_to_the_end_while_it_advances() {
+    const BACKLOG: usize = 40;
+    if !engine("long_drain", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let inputs = work.path().join("in");
+    std::fs::create_dir_all(&inputs).unwrap();
+    for i in 0..BACKLOG {
+        let bytes: Vec<u8> = (i as u32).to_le_bytes().to_vec();
+        let file = safetensors_bytes(&[("t", "U8", vec![4], bytes)]);
+        std::fs::write(inputs.join(format!("{i:04}.safetensors")), file).unwrap();
+    }
+    // One record per pack and one pack per cycle: a backlog of many small
+    // steps, each well inside the 1 s stall time.
+    let config = work.path().join("backlog.toml");
+    std::fs::write(
+        &config,
+        "close_flush_timeout_s = 1.0\nmax_pack_records = 1\nmax_packs_per_cycle = 1\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    // The backlog: an ingest against a store nothing listens on seals every
+    // pack into the spool and fails.
+    let mut unreachable = Capcat::local(work.path(), "cli_long_drain");
+    unreachable.store = "s3://bucket?endpoint=http://127.0.0.1:9".to_owned();
+    unreachable.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), "x".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), "y".to_owned()),
+    ];
+    let out = unreachable.output(&["--config", config, "ingest", inputs.to_str().unwrap()]);
+    assert!(
+        !out.status.success(),
+        "ingest to an unreachable store succeeded"
+    );
+    let capcat = Capcat::local(work.path(), "cli_long_drain");
+    let started = std::time::Instant::now();
+    let said = capcat.run(&["--config", config, "drain"]);
+    let took = started.elapsed();
+    assert!(
+        said.contains(&format!(
+            "spool {}: {BACKLOG} sealed pack(s)",
+            work.path().join("spool").display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("uploaded {BACKLOG}, indexed {BACKLOG},")),
+        "{said}"
+    );
+    assert!(said.contains("drained: 0 sealed and 0 unsealed"), "{said}");
+    eprintln!("the drain of {BACKLOG} packs took {took:?}");
+    // The premise: the drain outlasted the old fixed deadline. A machine
+    // that drains them within 1 s would make this test show nothing (this
+    // one took 18 s for 100 in a debug build).
+    assert!(
+        took > std::time::Duration::from_secs(1),
+        "the backlog drained in {took:?}: raise BACKLOG"
+    );
+}
