@@ -279,6 +279,17 @@ impl Catalog {
         Ok(self.run("pin", machine).await??)
     }
 
+    /// Every pack admitted at the published head, which it pins: the list a
+    /// store scrub checks against the objects (`capcat verify`). Read in
+    /// pages of [`capcat_proto::reader::ADMITTED_PAGE`] packs.
+    pub async fn admitted_packs(&self) -> Result<capcat_proto::reader::Admitted, CatalogError> {
+        let machine = capcat_proto::reader::AdmittedPacks::new(
+            self.tables.clone(),
+            capcat_proto::reader::ADMITTED_PAGE,
+        );
+        Ok(self.run("admitted_packs", machine).await??)
+    }
+
     /// One page of a search. The first page (no cursor) pins the head; a
     /// cursor carries its pinned version, so every page reads the same snapshot.
     pub async fn search(&self, query: SearchQuery) -> Result<Page, CatalogError> {

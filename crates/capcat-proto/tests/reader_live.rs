@@ -435,3 +435,44 @@ fn schema_live_an_older_ddl_catalog_is_refused_with_its_real_sort_key() {
         "a refused catalog gets no DDL"
     );
 }
+
+/// `reader.admitted_packs` on the engine: pages of two over packs whose
+/// ids ClickHouse orders differently from their bytes (random v4 ids),
+/// across two stores, list every admitted pack once; a pack of a publish
+/// without its commit row, and one published above W, are not listed.
+#[test]
+fn reader_live_admitted_packs_lists_every_admitted_pack_once_across_pages() {
+    let Some(engine) = engine("admitted_packs") else {
+        return;
+    };
+    let t = fresh(engine, "rl_admitted");
+    // Ids chosen so byte order and ClickHouse's UUID order disagree: the
+    // high and low 64-bit halves rank them in opposite orders.
+    let ids: Vec<Uuid> = (0..7_u128)
+        .map(|i| Uuid::from_u128(((7 - i) << 64) | i))
+        .collect();
+    let admitted: Vec<(&str, Uuid)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (if i % 3 == 0 { "b" } else { "a" }, *id))
+        .collect();
+    publish(engine, &t, 1, 1, &admitted[..4]);
+    publish(engine, &t, 2, 2, &admitted[4..]);
+    // Lost: manifest rows without the commit row of their publish.
+    manifest(engine, &t, 3, 3, &[("a", pack(1))]);
+    let mut list = capcat_proto::reader::AdmittedPacks::new(t.clone(), 2);
+    let listed = drive(engine, &mut list).expect("the listing runs");
+    assert_eq!(listed.pinned, 2);
+    let expected: Vec<(String, Uuid)> = admitted
+        .iter()
+        .map(|(s, id)| ((*s).to_owned(), *id))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(listed.packs, expected);
+    // A later publish is in a later listing, which pins the new head.
+    publish(engine, &t, 4, 4, &[("a", pack(2))]);
+    let mut again = capcat_proto::reader::AdmittedPacks::new(t, 3);
+    let listed = drive(engine, &mut again).expect("the listing runs");
+    assert_eq!((listed.pinned, listed.packs.len()), (4, 8));
+}

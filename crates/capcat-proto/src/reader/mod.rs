@@ -14,6 +14,7 @@
 //! a capture, and every descriptor column but the locator (and the version
 //! that wrote the row) is immutable for that identity.
 
+mod admitted;
 mod error;
 mod machines;
 mod pin;
@@ -21,6 +22,7 @@ mod plan;
 pub mod projection;
 mod query;
 
+pub use admitted::{ADMITTED_PAGE, Admitted, AdmittedPacks, MAX_ADMITTED_PAGES, admitted_packs};
 pub use error::ReaderError;
 pub use machines::{GetByIds, Lookup, Page, SearchPage};
 pub use pin::PinSnapshot;
