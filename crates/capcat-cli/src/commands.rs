@@ -56,7 +56,9 @@ pub(crate) struct SearchArgs {
 
 /// The validated configuration: flag, else environment, else file, else
 /// default, for every setting (see `settings`).
-fn config(common: &Common) -> Result<(ValidConfig, CatalogTarget, StoreTarget), CliError> {
+pub(crate) fn config(
+    common: &Common,
+) -> Result<(ValidConfig, CatalogTarget, StoreTarget), CliError> {
     Resolved::new(common, Defaults::cli())?.validate()
 }
 
@@ -80,7 +82,7 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-fn open_catalog(
+pub(crate) fn open_catalog(
     cfg: &ValidConfig,
     target: &CatalogTarget,
     access: Access,
@@ -171,7 +173,7 @@ const UNKNOWN_TABLE: u32 = 60;
 /// A catalog read's error, with a missing table said as what it means for
 /// the user (nothing under this prefix) rather than as the server's
 /// exception text.
-fn read_error(prefix: &str) -> impl FnOnce(CatalogError) -> CliError + '_ {
+pub(crate) fn read_error(prefix: &str) -> impl FnOnce(CatalogError) -> CliError + '_ {
     move |error| match error {
         CatalogError::Reader(ReaderError::Statement {
             failure:

@@ -10,6 +10,7 @@ mod progress;
 mod settings;
 mod sql_walk;
 mod target;
+mod verify;
 mod workload;
 
 use std::path::PathBuf;
@@ -166,6 +167,17 @@ enum Command {
     /// Print every effective setting and where it came from (flag,
     /// environment, config file or default). Opens nothing.
     Settings,
+    /// Check the store against the catalog: every pack the catalog admits
+    /// must be in the store and carry its pack metadata; with --read-data
+    /// its bytes are read and verified (pack digest, every record's
+    /// digest). Lists missing, corrupt and orphaned (stored, admitted by
+    /// no published version) packs; exits non-zero when a pack is missing
+    /// or corrupt, or when there was nothing to check. Writes nothing.
+    Verify {
+        /// Read every admitted pack whole and verify its bytes.
+        #[arg(long)]
+        read_data: bool,
+    },
     /// Check or drop the catalog schema.
     Schema {
         #[command(subcommand)]
@@ -305,6 +317,29 @@ pub(crate) enum CliError {
     /// A verification of the demo failed.
     #[error("verification failed: {0}")]
     Verify(String),
+    /// `capcat verify` found admitted packs missing from the store or not
+    /// what the catalog admitted.
+    #[error("the store check found {missing} missing and {corrupt} corrupt pack(s)")]
+    StoreDamaged {
+        /// Admitted packs whose object is not in the store.
+        missing: usize,
+        /// Admitted packs whose object is unreadable or not that pack.
+        corrupt: usize,
+    },
+    /// `capcat verify` had nothing to check: the catalog admits no pack of
+    /// this store.
+    #[error(
+        "nothing to verify: the catalog admits no pack of store {store_id:?} at version          {pinned} (check --prefix and store_id)"
+    )]
+    NothingVerified {
+        /// The version pinned.
+        pinned: u64,
+        /// The store checked.
+        store_id: String,
+    },
+    /// An object store operation failed.
+    #[error("object store: {0}")]
+    Store(#[from] capcat_s3::StoreError),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -395,5 +430,6 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         } => commands::schema_drop(&common, yes).await,
         Command::Reconcile { wait, stall } => commands::reconcile(&common, wait, stall).await,
         Command::Drain { wait, stall } => commands::drain(&common, wait, stall).await,
+        Command::Verify { read_data } => verify::verify(&common, read_data).await,
     }
 }

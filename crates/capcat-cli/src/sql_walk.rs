@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use capcat_proto::demand::{DemandEvent, ReadDemand, storage};
-use capcat_proto::reader::{GetByIds, PageSize, SearchFilter, SearchPage, SearchQuery};
+use capcat_proto::reader::{
+    AdmittedPacks, GetByIds, PageSize, SearchFilter, SearchPage, SearchQuery,
+};
 use capcat_proto::schema::{EnsureSchema, drop_schema};
 use capcat_proto::{
     ColumnType, Config, Expect, IndexPass, Input, Lease, LeaseClaim, Machine, Param, Release, Rows,
@@ -355,6 +357,11 @@ pub(crate) fn render(tables: &Tables, protocol: &Config) -> (String, BTreeMap<St
         }
     }
 
+    let title = "reader.admitted_packs: every pack the published head admits (capcat verify)";
+    let admitted = AdmittedPacks::new(tables.clone(), capcat_proto::reader::ADMITTED_PAGE);
+    let n = walk(&mut out, title, admitted, &mut CannedCatalog::default());
+    count(title, n);
+
     let title = "demand.append: one demand event (on seal, publish, scan)";
     let _ = writeln!(out, "-- ==== {title} ====\n");
     let append = storage::append(
@@ -463,6 +470,10 @@ mod tests {
             "reader.search",
             &["reader.pin_snapshot", "reader.search_page"],
         );
+        expect(
+            "reader.admitted_packs",
+            &["reader.pin_snapshot", "reader.admitted_packs"],
+        );
         expect("lease.release", &["lease.release"]);
         // The schema is created whole on an empty catalog, the stamp last.
         let schema = names.get("schema.ensure").expect("schema walked");
@@ -485,7 +496,7 @@ mod tests {
         // statements carry the fence text verbatim.
         assert_eq!(
             text.matches("-- outcome: Ok(").count(),
-            8,
+            9,
             "every machine walked to a successful outcome\n{text}"
         );
         let fence = capcat_proto::fragments::lease_fence(&Tables::new("cc").expect("prefix"));

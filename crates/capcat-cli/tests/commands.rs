@@ -1377,3 +1377,151 @@ fn a_drain_longer_than_the_flush_timeout_runs_to_the_end_while_it_advances() {
         "the backlog drained in {took:?}: raise BACKLOG"
     );
 }
+
+/// The pack objects under `root` (a local store's directory, or the S3
+/// test server's bucket directory), in name order.
+fn pack_objects(root: &Path) -> Vec<PathBuf> {
+    let mut packs: Vec<PathBuf> = walk(root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+        .collect();
+    packs.sort();
+    packs
+}
+
+/// The pack id a pack object's file is named by.
+fn pack_id_of(path: &Path) -> String {
+    path.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+/// Issue 16 (item 5): after a pack object was deleted or had bytes changed,
+/// `reconcile` and `drain` exited 0 and `search` kept listing the dead
+/// captures; nothing checked the store. `capcat verify` checks every pack
+/// the catalog admits: a deleted object is found by its HEAD, a truncated
+/// and a bit-flipped one by `--read-data`, each named, and the exit status
+/// says so. `objects` is where the store keeps its pack objects as files.
+fn verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
+    capcat: &Capcat,
+    work: &Path,
+    objects: &Path,
+) {
+    let inputs = work.join("in");
+    write_inputs(&inputs);
+    // One record per pack: the four tensors are four packs.
+    let config = work.join("one-per-pack.toml");
+    std::fs::write(&config, "max_pack_records = 1\n").unwrap();
+    let config = config.to_str().unwrap();
+    capcat.run(&["--config", config, "ingest", inputs.to_str().unwrap()]);
+    for args in [&["verify"][..], &["verify", "--read-data"][..]] {
+        let said = capcat.run(args);
+        assert!(said.contains("checked 4 pack(s)"), "{said}");
+        assert!(said.contains("0 missing, 0 corrupt; 0 orphaned"), "{said}");
+    }
+    let packs = pack_objects(objects);
+    assert_eq!(packs.len(), 4, "{packs:?}");
+    let (deleted, truncated, flipped) = (&packs[0], &packs[1], &packs[2]);
+    std::fs::remove_file(deleted).unwrap();
+    let bytes = std::fs::read(truncated).unwrap();
+    std::fs::write(truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let mut bytes = std::fs::read(flipped).unwrap();
+    // A byte of the last record's payload, well inside the body.
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0x01;
+    std::fs::write(flipped, &bytes).unwrap();
+
+    let text = |out: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    // Existence and metadata: the deleted pack.
+    let out = capcat.output(&["verify"]);
+    let said = text(&out);
+    assert!(
+        !out.status.success(),
+        "verify passed a deleted pack:\n{said}"
+    );
+    assert!(
+        said.contains(&format!("missing {}", pack_id_of(deleted))),
+        "{said}"
+    );
+    // Every byte: all three, each named.
+    let out = capcat.output(&["verify", "--read-data"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("missing {}", pack_id_of(deleted))),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("corrupt {}", pack_id_of(truncated))),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("corrupt {}", pack_id_of(flipped))),
+        "{said}"
+    );
+    assert!(
+        said.contains("the store check found 1 missing and 2 corrupt pack(s)"),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&format!("corrupt {}", pack_id_of(&packs[3]))),
+        "{said}"
+    );
+}
+
+#[test]
+fn verify_finds_damaged_packs_on_the_local_store() {
+    if !engine("verify_local", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_verify");
+    verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
+        &capcat,
+        work.path(),
+        &work.path().join("store"),
+    );
+}
+
+#[test]
+fn verify_finds_damaged_packs_on_the_s3_test_server() {
+    let test = "verify_s3";
+    if !engine(test, "CAPCAT_LIBCHDB") || !engine(test, "CAPCAT_S3_SERVER_BIN") {
+        return;
+    }
+    let bucket = "capcat-cli-verify";
+    let server = s3_server(bucket);
+    let work = tempfile::tempdir().unwrap();
+    let mut capcat = Capcat::local(work.path(), "cli_verify_s3");
+    capcat.store = format!("s3://{bucket}?endpoint={}", server.endpoint);
+    capcat.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), ACCESS.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), SECRET.to_owned()),
+    ];
+    verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
+        &capcat,
+        work.path(),
+        &server._root.path().join(bucket),
+    );
+}
+
+/// A check of nothing is not a pass: `verify` on a catalog that admits no
+/// pack exits non-zero, saying what to check.
+#[test]
+fn verify_of_an_empty_catalog_fails_saying_nothing_was_checked() {
+    if !engine("verify_empty", "CAPCAT_LIBCHDB") {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let capcat = Capcat::local(work.path(), "cli_verify_empty");
+    capcat.run(&["schema", "check"]);
+    std::fs::create_dir(work.path().join("store")).unwrap();
+    let out = capcat.output(&["verify"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("nothing to verify"), "{said}");
+}
