@@ -357,6 +357,18 @@ fn s3_server(bucket: &str) -> S3Server {
     }
 }
 
+/// A `capcat` on `work`'s catalog and spool whose store is `bucket` of
+/// `server`, with the server's credentials.
+fn capcat_on_s3(work: &Path, prefix: &str, server: &S3Server, bucket: &str) -> Capcat {
+    let mut capcat = Capcat::local(work, prefix);
+    capcat.store = format!("s3://{bucket}?endpoint={}", server.endpoint);
+    capcat.env = vec![
+        ("AWS_ACCESS_KEY_ID".to_owned(), ACCESS.to_owned()),
+        ("AWS_SECRET_ACCESS_KEY".to_owned(), SECRET.to_owned()),
+    ];
+    capcat
+}
+
 #[test]
 fn the_s3_store_ingests_searches_and_hydrates_through_the_s3_server() {
     let test = "s3_store";
@@ -366,12 +378,7 @@ fn the_s3_store_ingests_searches_and_hydrates_through_the_s3_server() {
     let bucket = "capcat-cli-s3";
     let server = s3_server(bucket);
     let work = tempfile::tempdir().unwrap();
-    let mut capcat = Capcat::local(work.path(), "cli_s3");
-    capcat.store = format!("s3://{bucket}?endpoint={}", server.endpoint);
-    capcat.env = vec![
-        ("AWS_ACCESS_KEY_ID".to_owned(), ACCESS.to_owned()),
-        ("AWS_SECRET_ACCESS_KEY".to_owned(), SECRET.to_owned()),
-    ];
+    let capcat = capcat_on_s3(work.path(), "cli_s3", &server, bucket);
     let n = ingest_and_read_back(&capcat, work.path());
     // The packs are in the bucket, not on local disk.
     let objects: Vec<_> = walk(&server._root.path().join(bucket));
@@ -1496,12 +1503,7 @@ fn verify_finds_damaged_packs_on_the_s3_test_server() {
     let bucket = "capcat-cli-verify";
     let server = s3_server(bucket);
     let work = tempfile::tempdir().unwrap();
-    let mut capcat = Capcat::local(work.path(), "cli_verify_s3");
-    capcat.store = format!("s3://{bucket}?endpoint={}", server.endpoint);
-    capcat.env = vec![
-        ("AWS_ACCESS_KEY_ID".to_owned(), ACCESS.to_owned()),
-        ("AWS_SECRET_ACCESS_KEY".to_owned(), SECRET.to_owned()),
-    ];
+    let capcat = capcat_on_s3(work.path(), "cli_verify_s3", &server, bucket);
     verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
         &capcat,
         work.path(),

@@ -193,19 +193,22 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
     let catalog = format!("embedded:{dir_arg}/catalog");
     let store = format!("local:{dir_arg}/store");
     let spool = format!("{dir_arg}/spool");
-    let drain = capcat(&[
-        "--catalog",
-        &catalog,
-        "--store",
-        &store,
-        "--spool",
-        &spool,
-        "--prefix",
-        "capcat_demo",
-        "drain",
-        "--lease-wait",
-        "60",
-    ]);
+    // A command on the demo directory's catalog, store and spool.
+    let on_dir = |args: &[&str]| {
+        let mut all = vec![
+            "--catalog",
+            &catalog,
+            "--store",
+            &store,
+            "--spool",
+            &spool,
+            "--prefix",
+            "capcat_demo",
+        ];
+        all.extend_from_slice(args);
+        capcat(&all)
+    };
+    let drain = on_dir(&["drain", "--lease-wait", "60"]);
     let drained = text(&drain);
     println!("drain:\n{drained}");
     assert!(drain.status.success(), "drain failed: {drained}");
@@ -227,18 +230,7 @@ fn kill_nine_at_random_points_recovers_every_sealed_pack_once() {
 
     // The store against the catalog: every admitted pack is in the store
     // and every byte of it verifies.
-    let verify = capcat(&[
-        "--catalog",
-        &catalog,
-        "--store",
-        &store,
-        "--spool",
-        &spool,
-        "--prefix",
-        "capcat_demo",
-        "verify",
-        "--read-data",
-    ]);
+    let verify = on_dir(&["verify", "--read-data"]);
     let verified = text(&verify);
     assert!(
         verify.status.success() && verified.contains(" 0 missing, 0 corrupt; 0 orphaned"),

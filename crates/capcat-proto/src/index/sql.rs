@@ -61,17 +61,22 @@ pub fn read_committed(tables: &Tables, packs: Vec<PackRef>) -> Statement {
         ),
         params,
         settings: CONSISTENT,
-        expect: Expect::Rows(vec![
-            Column {
-                name: "store_id",
-                ty: ColumnType::String,
-            },
-            Column {
-                name: "pack_id",
-                ty: ColumnType::Uuid,
-            },
-        ]),
+        expect: Expect::Rows(pack_columns()),
     }
+}
+
+/// The columns of a read that returns packs: `store_id String, pack_id UUID`.
+pub(crate) fn pack_columns() -> Vec<Column> {
+    vec![
+        Column {
+            name: "store_id",
+            ty: ColumnType::String,
+        },
+        Column {
+            name: "pack_id",
+            ty: ColumnType::Uuid,
+        },
+    ]
 }
 
 /// `index.insert_inventory` (`commit_packs`): record one chunk of published

@@ -20,7 +20,7 @@ use crate::decode::{string_at, uuid_at};
 use crate::fragments::{MembershipBound, PINNED_VERSION_PARAM, published_pairs};
 use crate::machine::{Input, Machine, Step};
 use crate::publish::PackRef;
-use crate::statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement};
+use crate::statement::{Expect, Param, Rows, Settings, Statement};
 use crate::tables::Tables;
 
 use super::ReaderError;
@@ -69,16 +69,7 @@ pub fn admitted_packs(
         ),
         params,
         settings: Settings::default(),
-        expect: Expect::Rows(vec![
-            Column {
-                name: "store_id",
-                ty: ColumnType::String,
-            },
-            Column {
-                name: "pack_id",
-                ty: ColumnType::Uuid,
-            },
-        ]),
+        expect: Expect::Rows(crate::index::sql::pack_columns()),
     }
 }
 
