@@ -844,7 +844,9 @@ pub(crate) async fn ingest(
     // directory or a bad file fails without creating or touching anything.
     let files = ingest_files(dir)?;
     let mut records = Vec::new();
+    let reading = crate::progress::bar(files.len() as u64, "reading");
     for (step, file) in files.iter().enumerate() {
+        reading.inc(1);
         let bytes = std::fs::read(file).map_err(CliError::at("read", file))?;
         let tensors = crate::ingest::parse_safetensors(&bytes)
             .map_err(|e| CliError::Other(format!("{}: {e}", file.display())))?;
@@ -881,6 +883,7 @@ pub(crate) async fn ingest(
             records.push((metadata, tensor.payload));
         }
     }
+    reading.finish_and_clear();
     println!(
         "ingesting {} tensor(s) from {} file(s)",
         records.len(),
@@ -890,11 +893,13 @@ pub(crate) async fn ingest(
     let catalog = open_catalog(&cfg, &target, Access::Create)?;
     let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
     let (left_over, _) = spool_counts(&cfg.raw.spool_dir)?;
-    let timeout = cfg.close_flush_timeout;
+    // Every flush of an ingest waits while it advances, up to this long
+    // without progress.
+    let stall = cfg.close_flush_timeout;
     let service =
         start_waiting_for_lease(cfg, None, store, catalog.clone(), Duration::ZERO).await?;
-    let worked = ingest_new(&service, &catalog, tenant, records, left_over, timeout).await;
-    finish_service(service, timeout, "ingest", worked).await
+    let worked = ingest_new(&service, &catalog, tenant, records, left_over, stall).await;
+    finish_service(service, stall, "ingest", worked).await
 }
 
 /// Appends the records the catalog does not hold yet, and seals them.
@@ -911,14 +916,20 @@ async fn ingest_new(
     tenant: &str,
     records: Vec<(RecordMetadata, bytes::Bytes)>,
     left_over: usize,
-    timeout: Duration,
+    stall: Duration,
 ) -> Result<(), CliError> {
     if left_over > 0 {
         println!("finishing {left_over} pack(s) left by an earlier ingest");
     }
     // Publishes the spool's leftovers (the service took them at start)
-    // before the catalog is asked what it holds.
-    service.flush(timeout).await?;
+    // before the catalog is asked what it holds, for as long as they
+    // advance.
+    let mut view = crate::progress::FlushProgressView::new("leftovers");
+    let flushed = service
+        .flush_while_progressing(stall, |p| view.observe(p))
+        .await;
+    view.finish();
+    flushed?;
     let pinned = catalog.pin().await?;
     let ids: Vec<Uuid> = records.iter().map(|(m, _)| m.identity.capture_id).collect();
     let mut present = BTreeSet::new();
@@ -937,7 +948,9 @@ async fn ingest_new(
             records.len()
         );
     }
+    let sealing = crate::progress::bar(records.len() as u64, "sealing");
     for (metadata, payload) in records {
+        sealing.inc(1);
         if present.contains(&metadata.identity.capture_id) {
             continue;
         }
@@ -945,6 +958,7 @@ async fn ingest_new(
             .append(metadata, payload)
             .map_err(|e| CliError::Other(e.to_string()))?;
     }
+    sealing.finish_and_clear();
     service.seal().map_err(|e| CliError::Other(e.to_string()))?;
     Ok(())
 }
