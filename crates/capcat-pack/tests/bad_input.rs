@@ -73,10 +73,24 @@ fn with_header(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Map<String, Valu
             text = serde_json::to_vec(&header).expect("serializes");
         }
     }
+    with_header_text(bytes, &text)
+}
+
+/// The header JSON of the pack `bytes`, without its padding.
+fn header_text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(&bytes[8..8 + header_len(bytes)])
+        .expect("utf-8")
+        .trim_end()
+}
+
+/// A pack of the header JSON `text` and the data section of the pack
+/// `bytes`: the length prefix, the header resealed (when its digest slot is
+/// where the format puts it; see [`reseal`]), then the data.
+fn with_header_text(bytes: &[u8], text: &[u8]) -> Vec<u8> {
     let mut out = (text.len() as u64).to_le_bytes().to_vec();
     out.extend(text);
     reseal(&mut out);
-    out.extend(&bytes[8 + n..]);
+    out.extend(&bytes[8 + header_len(bytes)..]);
     out
 }
 
@@ -285,12 +299,10 @@ fn a_pack_digest_not_at_its_place_is_refused() {
     let header: serde_json::Map<String, Value> =
         serde_json::from_slice(&pack.bytes[8..8 + n]).expect("valid header");
     // Both keys, valid JSON, but serde_json writes the keys sorted, so the
-    // digest follows the descriptor instead of sitting at its offset.
+    // digest follows the descriptor instead of sitting at its offset (and
+    // `reseal` leaves it as it is).
     let sorted = serde_json::to_vec(&header).expect("serializes");
-    let mut bytes = (sorted.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(sorted);
-    bytes.extend(&pack.bytes[8 + n..]);
-    let error = open(bytes);
+    let error = open(with_header_text(&pack.bytes, &sorted));
     assert!(
         matches!(error, PackError::MalformedHeader { ref key, .. } if key == "__metadata__"),
         "{error}"
@@ -453,19 +465,14 @@ fn an_entry_that_disagrees_with_the_descriptor_is_refused() {
 #[test]
 fn a_duplicate_header_key_is_refused() {
     let pack = sample();
-    let n = header_len(&pack.bytes);
-    let text = std::str::from_utf8(&pack.bytes[8..8 + n])
-        .expect("utf-8")
-        .trim_end();
+    let text = header_text(&pack.bytes);
     // Repeat the first tensor entry verbatim: JSON parsers keep one of the
     // two silently, so the reader must refuse rather than pick one.
+    // Resealed, so only the repeated key is wrong.
     let first = text.find("\"record/").expect("an entry");
     let entry_end = first + text[first..].find('}').expect("entry end") + 1;
     let doubled = format!("{},{}", &text[..entry_end], &text[first..]);
-    let mut bytes = (doubled.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(doubled.as_bytes());
-    bytes.extend(&pack.bytes[8 + n..]);
-    let error = open(bytes);
+    let error = open(with_header_text(&pack.bytes, doubled.as_bytes()));
     assert!(
         matches!(error, PackError::MalformedHeader { .. }),
         "{error}"
@@ -475,21 +482,14 @@ fn a_duplicate_header_key_is_refused() {
 #[test]
 fn a_duplicate_metadata_key_is_refused() {
     let pack = sample();
-    let n = header_len(&pack.bytes);
-    let text = std::str::from_utf8(&pack.bytes[8..8 + n])
-        .expect("utf-8")
-        .trim_end();
+    let text = header_text(&pack.bytes);
     // A bogus descriptor under a first `capcat` key, the real one after it:
     // a parser that keeps the last value reads the pack, one that keeps the
     // first does not. Resealed, so only the repeated key is wrong.
     let marker = r#","capcat":"#;
     let at = text.find(marker).expect("the descriptor key");
     let doubled = format!("{}{marker}\"{{}}\"{}", &text[..at], &text[at..]);
-    let mut bytes = (doubled.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(doubled.as_bytes());
-    reseal(&mut bytes);
-    bytes.extend(&pack.bytes[8 + n..]);
-    let error = open(bytes);
+    let error = open(with_header_text(&pack.bytes, doubled.as_bytes()));
     assert!(
         matches!(&error, PackError::MalformedHeader { .. }) && error.to_string().contains("twice"),
         "{error}"
