@@ -80,6 +80,10 @@ pub struct ErrorRecord {
     /// it (a refused pack, a store that disagrees with what was sealed): the
     /// service still retries, but is likely to meet the same failure until
     /// a person acts or the pack is set aside after its attempts.
+    ///
+    /// Status files of earlier builds call it `retried`, with the same
+    /// value for every kind, so that name still reads.
+    #[serde(alias = "retried")]
     pub transient: bool,
     /// The error's message with its causes.
     pub message: String,

@@ -274,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn an_error_keeps_its_kind_and_pack_and_an_older_bare_message_still_reads() {
+    fn an_error_keeps_its_kind_and_pack_and_older_records_still_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let status = sample();
         write_status(dir.path(), &status).expect("write");
@@ -284,6 +284,19 @@ mod tests {
         assert_eq!(last["kind"], "index_refused", "{text}");
         assert_eq!(last["transient"], false, "{text}");
         assert!(last["pack_id"].is_string(), "{text}");
+
+        // A record of a build that named the flag `retried`.
+        let mut renamed = value.clone();
+        let record = renamed["snapshot"]["last_error"]
+            .as_object_mut()
+            .expect("a record");
+        let flag = record.remove("transient").expect("the flag");
+        record.insert("retried".to_owned(), flag);
+        fs::write(status_path(dir.path()), renamed.to_string()).expect("renamed");
+        let read = read_status(dir.path()).expect("read").expect("present");
+        let record = read.snapshot.last_error.expect("kept");
+        assert_eq!(record.kind, ErrorKind::IndexRefused);
+        assert!(!record.transient, "{record:?}");
 
         let mut older = value.clone();
         older["snapshot"]["last_error"] = serde_json::Value::from("catalog outage");
