@@ -136,11 +136,10 @@ fn the_committed_walks_of_the_shipped_design_are_current() {
     assert_committed(Path::new("walks-shipped.json"), &doc);
 }
 
+/// Where the regeneration writes: `CAPCAT_CORPUS_DIR`, else the committed
+/// corpus.
 fn corpus() -> PathBuf {
-    std::env::var_os("CAPCAT_CORPUS_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus"),
-        PathBuf::from,
-    )
+    std::env::var_os("CAPCAT_CORPUS_DIR").map_or_else(committed_corpus, PathBuf::from)
 }
 
 /// Every step that names a statement points at a stored SQL text, and the

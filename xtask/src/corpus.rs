@@ -69,7 +69,8 @@ fn regenerate(root: &Path, out: &Path) -> Result<()> {
         ])
         .env("CAPCAT_CORPUS_DIR", out);
     // The export is one breadth-first search per rejected design (about
-    // 8.5 minutes in the last CI run): the test prints a line per file as it goes.
+    // 8.5 minutes when CI still ran it as a step of its own): the test
+    // prints a line per file as it goes.
     eprintln!(
         "xtask corpus: exporting the traces into {} (several minutes after the build: one breadth-first search per rejected design)",
         out.display()

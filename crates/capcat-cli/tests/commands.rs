@@ -60,14 +60,20 @@ impl Capcat {
 
     fn run(&self, args: &[&str]) -> String {
         let out = self.output(args);
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = output_text(&out);
         assert!(out.status.success(), "capcat {args:?} failed:\n{text}");
         text
     }
+}
+
+/// What a finished `capcat` printed: its standard output, then its
+/// standard error.
+fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// One tensor of a safetensors file: name, dtype, shape, bytes.
@@ -490,11 +496,7 @@ fn drain_against_a_running_demo_fails_at_once_naming_its_pid() {
     let still_running = demo.try_wait().unwrap().is_none();
     let _ = demo.kill();
     let _ = demo.wait();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = output_text(&out);
     assert!(
         still_running,
         "the demo finished first: the test proves nothing"
@@ -576,11 +578,7 @@ fn capcat_bare(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
         command.env(k, v);
     }
     let out = command.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = output_text(&out);
     (out.status.success(), text)
 }
 
@@ -865,11 +863,7 @@ fn run_bounded(capcat: &Capcat, args: &[&str], limit: std::time::Duration) -> (b
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = output_text(&out);
     (out.status.success(), text)
 }
 
@@ -1436,16 +1430,9 @@ fn verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
     bytes[at] ^= 0x01;
     std::fs::write(flipped, &bytes).unwrap();
 
-    let text = |out: &Output| {
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
     // Existence and metadata: the deleted pack.
     let out = capcat.output(&["verify"]);
-    let said = text(&out);
+    let said = output_text(&out);
     assert!(
         !out.status.success(),
         "verify passed a deleted pack:\n{said}"
@@ -1456,7 +1443,7 @@ fn verify_finds_a_deleted_a_truncated_and_a_bit_flipped_pack(
     );
     // Every byte: all three, each named.
     let out = capcat.output(&["verify", "--read-data"]);
-    let said = text(&out);
+    let said = output_text(&out);
     assert!(!out.status.success(), "{said}");
     assert!(
         said.contains(&format!("missing {}", pack_id_of(deleted))),
