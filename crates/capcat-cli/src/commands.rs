@@ -701,6 +701,21 @@ async fn run_service(
     finish_service(service, stall, what, Ok(())).await
 }
 
+/// Flushes while packs keep becoming queryable (up to `stall` without
+/// one), showing the progress as `what`.
+async fn flush_showing_progress(
+    service: &Service<AnyStore>,
+    stall: Duration,
+    what: &'static str,
+) -> Result<capcat_service::FlushReport, capcat_service::FlushError> {
+    let mut view = crate::progress::FlushProgressView::new(what);
+    let flushed = service
+        .flush_while_progressing(stall, |p| view.observe(p))
+        .await;
+    view.finish();
+    flushed
+}
+
 /// Flushes until every pack sealed before it is queryable, giving up only
 /// after `stall` without progress (shown as `what`), closes, prints what
 /// the service did, then returns the first failure: the work's, else the
@@ -711,11 +726,7 @@ async fn finish_service(
     what: &'static str,
     worked: Result<(), CliError>,
 ) -> Result<(), CliError> {
-    let mut view = crate::progress::FlushProgressView::new(what);
-    let flushed = service
-        .flush_while_progressing(stall, |p| view.observe(p))
-        .await;
-    view.finish();
+    let flushed = flush_showing_progress(&service, stall, what).await;
     let snapshot = service.snapshot();
     let close = service.close().await;
     println!(
@@ -924,12 +935,7 @@ async fn ingest_new(
     // Publishes the spool's leftovers (the service took them at start)
     // before the catalog is asked what it holds, for as long as they
     // advance.
-    let mut view = crate::progress::FlushProgressView::new("leftovers");
-    let flushed = service
-        .flush_while_progressing(stall, |p| view.observe(p))
-        .await;
-    view.finish();
-    flushed?;
+    flush_showing_progress(service, stall, "leftovers").await?;
     let pinned = catalog.pin().await?;
     let ids: Vec<Uuid> = records.iter().map(|(m, _)| m.identity.capture_id).collect();
     let mut present = BTreeSet::new();
