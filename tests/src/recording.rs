@@ -183,9 +183,9 @@ impl RecordingTransport {
             && let Some(Param::UInt64(expires_ns)) = stmt.params.get("lease_expires_ns")
             && let Some(cap_s) = stmt.settings.max_execution_time_s
         {
-            self.stall_until_short(*expires_ns, u64::from(cap_s) * 1_000_000_000)
+            return self
+                .stall_until_short(*expires_ns, u64::from(cap_s) * 1_000_000_000)
                 .await;
-            return true;
         }
         if self.draw(|r| r.chance(self.plan.takeover_per_mille)) {
             self.stall_until_takeover(*lease_id).await;
@@ -198,14 +198,32 @@ impl RecordingTransport {
     /// (server nanoseconds; the embedded engine's clock is the host's):
     /// between a tenth and nine tenths of the cap, drawn. Bounded by the
     /// lease's own life.
-    async fn stall_until_short(&self, expires_ns: u64, cap_ns: u64) {
-        Counters::bump(&self.ledger.counters.short_lease_sends);
+    ///
+    /// Returns whether the statement now goes out short, and only then
+    /// counts it: a run that stops first sends it at once, with its whole
+    /// lease left, and a fence that lets that one through is right to.
+    /// Counting it anyway once reported a correct fence as broken (a CI run
+    /// whose time bound fell inside this wait).
+    async fn stall_until_short(&self, expires_ns: u64, cap_ns: u64) -> bool {
         let left_ns = self.draw(|r| cap_ns / 10 + r.below(cap_ns * 8 / 10));
         let until = expires_ns.saturating_sub(left_ns);
         let wait = until.saturating_sub(crate::ledger::now_ns());
-        if wait > 0 && !self.stop.load(Ordering::Relaxed) {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        if wait > 0 {
             tokio::time::sleep(Duration::from_nanos(wait)).await;
         }
+        // A sleep ends no earlier than asked, so less than `left_ns` is
+        // left now; asserted, since a short send that is not short would
+        // make `short_lease_landed` accuse the fence of a harness slip.
+        let left_now = expires_ns.saturating_sub(crate::ledger::now_ns());
+        assert!(
+            left_now < cap_ns,
+            "a short-lease send with {left_now} ns left of a {cap_ns} ns cap"
+        );
+        Counters::bump(&self.ledger.counters.short_lease_sends);
+        true
     }
 
     /// After a short-lease send: whether its rows landed (counted as
