@@ -35,5 +35,7 @@ pub use error::ChdbError;
 pub use ffi::library_path;
 pub use request::{DEFAULT_FORMAT, Request};
 
+#[cfg(feature = "test-certificates")]
+pub use http::test_pki::TestPki;
 #[cfg(feature = "http-front")]
-pub use http::{HttpFront, HttpFrontError};
+pub use http::{FrontCredentials, FrontOptions, FrontTls, HttpFront, HttpFrontError};

@@ -166,6 +166,7 @@ impl Catalog {
     /// current one (reinstalling its views); refuses anything else with the
     /// guard's diagnosis and instruction ([`CatalogError::Schema`]).
     pub async fn ensure_schema(&self) -> Result<EnsureOutcome, CatalogError> {
+        self.check_access().await?;
         let outcome = self
             .run("ensure_schema", EnsureSchema::new(self.tables.clone()))
             .await??;
@@ -175,6 +176,16 @@ impl Catalog {
             "catalog schema ensured"
         );
         Ok(outcome)
+    }
+
+    /// Whether the server accepts this catalog's transport: its
+    /// certificate and the credentials, checked with `SELECT 1` and
+    /// reported as [`CatalogError::Access`] naming what to fix. Also the
+    /// first step of [`Catalog::ensure_schema`]; a reader that never
+    /// ensures the schema calls it on its own.
+    pub async fn check_access(&self) -> Result<(), CatalogError> {
+        self.transport.check_access().await?;
+        Ok(())
     }
 
     /// Drops every catalog object (`DROP ... IF EXISTS`, views first): a

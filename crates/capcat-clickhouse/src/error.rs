@@ -11,7 +11,7 @@ use capcat_proto::{
 };
 use uuid::Uuid;
 
-use crate::transport::HttpError;
+use crate::transport::{AccessError, HttpError};
 
 /// Why a catalog operation did not complete. Each protocol error is carried
 /// whole, so an operator sees what the protocol core reported.
@@ -30,6 +30,10 @@ pub enum CatalogError {
     /// The HTTP transport could not be built.
     #[error(transparent)]
     Http(#[from] HttpError),
+    /// The server refused the connection itself: its certificate, the
+    /// credentials, or TLS (what to fix is in the message).
+    #[error(transparent)]
+    Access(#[from] AccessError),
     /// `ensure_schema` refused the catalog or failed.
     #[error(transparent)]
     Schema(#[from] SchemaError),
@@ -193,7 +197,7 @@ impl CatalogError {
     ///   wrong shape are outages.
     /// - Set-up failures ([`Prefix`](Self::Prefix),
     ///   [`Config`](Self::Config), [`Engine`](Self::Engine),
-    ///   [`Http`](Self::Http), [`Schema`](Self::Schema),
+    ///   [`Http`](Self::Http), [`Access`](Self::Access), [`Schema`](Self::Schema),
     ///   [`Drop`](Self::Drop)): outages: they carry no pack data.
     /// - Lease states ([`Lease`](Self::Lease), [`Released`](Self::Released),
     ///   [`InDoubt`](Self::InDoubt), [`LeaseLost`](Self::LeaseLost),
@@ -215,6 +219,7 @@ impl CatalogError {
             | Self::Config(_)
             | Self::Engine(_)
             | Self::Http(_)
+            | Self::Access(_)
             | Self::Schema(_)
             | Self::Drop { .. }
             | Self::Lease(_)

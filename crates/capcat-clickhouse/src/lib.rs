@@ -25,7 +25,8 @@ pub mod transport;
 /// version, tarball, SHA-256), for fetchers above this crate (the CLI).
 pub use capcat_chdb::pin as libchdb_pin;
 pub use transport::{
-    BoxFuture, Counting, Embedded, Http, HttpError, HttpOptions, StatementCount, Transport,
+    AccessError, BoxFuture, Counting, Embedded, Http, HttpError, HttpOptions, Password, REDACTED,
+    StatementCount, Transport,
 };
 
 mod catalog;

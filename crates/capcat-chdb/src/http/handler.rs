@@ -9,6 +9,7 @@ use hyper::{Method, Response, StatusCode};
 
 use super::compressed;
 use super::form::{self, FormError};
+use super::options::FrontCredentials;
 use crate::engine::Engine;
 use crate::error::{ChdbError, UNKNOWN_EXCEPTION};
 use crate::request::{DEFAULT_FORMAT, Request};
@@ -48,6 +49,7 @@ const CHECKSUM_DOESNT_MATCH: u32 = 40;
 const CANNOT_DECOMPRESS: u32 = 271;
 const UNKNOWN_COMPRESSION_METHOD: u32 = 89;
 const TOO_LARGE_REQUEST: u32 = 1001;
+const AUTHENTICATION_FAILED: u32 = 516;
 
 /// A refusal: HTTP status, ClickHouse code, message.
 #[derive(Debug)]
@@ -108,9 +110,10 @@ impl From<ChdbError> for Refusal {
 /// error response.
 pub(crate) async fn handle(
     engine: Engine,
+    credentials: Option<&FrontCredentials>,
     request: hyper::Request<Incoming>,
 ) -> Response<Full<Bytes>> {
-    match answer(engine, request).await {
+    match answer(engine, credentials, request).await {
         Ok(response) => response,
         Err(refusal) => {
             tracing::debug!(code = refusal.code, message = %refusal.message, "HTTP front refused a request");
@@ -145,13 +148,18 @@ fn text_response(text: &'static str) -> Response<Full<Bytes>> {
 
 async fn answer(
     engine: Engine,
+    credentials: Option<&FrontCredentials>,
     request: hyper::Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Refusal> {
     let (parts, body) = request.into_parts();
     let url_fields = match parse_url(&parts.method, parts.uri.path(), parts.uri.query())? {
+        // As on a ClickHouse server, a ping needs no login.
         Url::Ping => return Ok(text_response("Ok.\n")),
         Url::Query(fields) => fields,
     };
+    if let Some(credentials) = credentials {
+        authenticate(credentials, &parts.headers)?;
+    }
     let body = Limited::new(body, MAX_BODY)
         .collect()
         .await
@@ -183,6 +191,32 @@ async fn answer(
         response.headers_mut().insert("X-ClickHouse-Format", value);
     }
     Ok(response)
+}
+
+/// Admits a request carrying the front's user and password in
+/// `X-ClickHouse-User` and `X-ClickHouse-Key`, and refuses every other one
+/// with the server's own words: they name the user, never the password,
+/// and do not say which of the two was wrong.
+fn authenticate(credentials: &FrontCredentials, headers: &hyper::HeaderMap) -> Result<(), Refusal> {
+    let header = |name: &str| headers.get(name).map_or(&b""[..], HeaderValue::as_bytes);
+    let user = header("X-ClickHouse-User");
+    let user = if user.is_empty() {
+        &b"default"[..]
+    } else {
+        user
+    };
+    if credentials.admit(user, header("X-ClickHouse-Key")) {
+        return Ok(());
+    }
+    Err(Refusal {
+        status: StatusCode::FORBIDDEN,
+        code: AUTHENTICATION_FAILED,
+        message: format!(
+            "Code: {AUTHENTICATION_FAILED}. DB::Exception: {}: Authentication failed: password is \
+             incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)",
+            String::from_utf8_lossy(user)
+        ),
+    })
 }
 
 /// What a request's method, path and URL query ask for.

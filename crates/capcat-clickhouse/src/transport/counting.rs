@@ -62,4 +62,8 @@ impl<T: Transport> Transport for Counting<T> {
     fn kind(&self) -> &'static str {
         self.inner.kind()
     }
+
+    fn check_access(&self) -> BoxFuture<'_, Result<(), super::AccessError>> {
+        self.inner.check_access()
+    }
 }

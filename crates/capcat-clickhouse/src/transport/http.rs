@@ -1,16 +1,22 @@
 //! [`Http`]: statements sent to a ClickHouse server (or capcat-chdb's HTTP
 //! front) through the `clickhouse` crate.
 
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use capcat_proto::{Expect, Failure, Rows, Statement};
 use clickhouse::Client;
+use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use super::access::{AUTHENTICATION_CODES, AccessError};
 use super::decode::{RESULT_FORMAT, decode_rows};
 use super::exception::failure_from_exception;
+use super::password::Password;
+use super::tls::{self, HandshakeRefusal};
 use super::{BoxFuture, Transport};
 
 /// Default bound on establishing a TCP connection.
@@ -45,15 +51,37 @@ pub enum HttpError {
         /// Its scheme.
         scheme: String,
     },
-    /// An `https://` URL, but this build carries no TLS implementation (it
-    /// would fail at the first statement instead of here).
+    /// A plain `http://` URL to a host that is not a loopback address,
+    /// without `allow_insecure_http`: the password and every row would
+    /// cross the network in clear.
     #[error(
-        "catalog URL {url:?} needs TLS, which this build of capcat-clickhouse does not include; \
-         use http:// (e.g. through a local TLS-terminating proxy)"
+        "catalog URL {url:?} is plain HTTP to a host that is not loopback; use https:// \
+         (or set allow_insecure_http to accept a network that can read the password)"
     )]
-    TlsNotBuilt {
+    InsecureHttp {
         /// The URL given.
         url: String,
+    },
+    /// The extra CA file cannot be used.
+    #[error("catalog CA file {}: {reason}", path.display())]
+    CaFile {
+        /// The file given as `ca_file`.
+        path: PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// Neither the system nor a CA file gives a trusted root, so no
+    /// `https://` server could be verified.
+    #[error(
+        "no trusted root certificate: the system store is empty or unreadable; set \
+         catalog_ca_file to the catalog CA's PEM file"
+    )]
+    NoTrustRoots,
+    /// rustls refused the configuration itself.
+    #[error("TLS configuration: {reason}")]
+    Tls {
+        /// What rustls reported.
+        reason: String,
     },
     /// A timeout of zero would fail every statement.
     #[error("the {which} timeout must be above zero")]
@@ -74,8 +102,15 @@ pub struct HttpOptions {
     pub database: Option<String>,
     /// The user (server default when `None`).
     pub user: Option<String>,
-    /// The password.
-    pub password: Option<String>,
+    /// The password; it prints as `<redacted>`.
+    pub password: Option<Password>,
+    /// A PEM file of CA certificates trusted besides the system's roots,
+    /// for a private cluster. Verification of the certificate and of the
+    /// host name is always on.
+    pub ca_file: Option<PathBuf>,
+    /// Accept a plain `http://` URL to a host that is not a loopback
+    /// address. Off by default: plain HTTP is for a server on this machine.
+    pub allow_insecure_http: bool,
     /// Ask for LZ4-compressed responses (the `clickhouse` crate's default;
     /// worth it for large pages over a network, neutral for the protocol's
     /// small reads).
@@ -90,16 +125,19 @@ impl Default for HttpOptions {
             database: None,
             user: None,
             password: None,
+            ca_file: None,
+            allow_insecure_http: false,
             lz4: true,
         }
     }
 }
 
-/// A ClickHouse server over HTTP as a [`Transport`].
+/// A ClickHouse server over HTTP or HTTPS as a [`Transport`].
 #[derive(Clone)]
 pub struct Http {
     client: Client,
     url: String,
+    user: String,
     request_timeout: Duration,
 }
 
@@ -109,13 +147,34 @@ impl std::fmt::Debug for Http {
         // carry none we print (userinfo is refused).
         f.debug_struct("Http")
             .field("url", &self.url)
+            .field("user", &self.user)
             .field("request_timeout", &self.request_timeout)
             .finish_non_exhaustive()
     }
 }
 
-/// Checks `url` is `http://` or `https://` with a host and no credentials.
-fn validate_url(url: &str) -> Result<(), HttpError> {
+/// The scheme of a validated URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+}
+
+/// Whether `authority` (`host[:port]`, `[v6]:port`) names this machine.
+fn is_loopback(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _port)| host),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Checks `url` is `http://` or `https://` with a host and no credentials,
+/// and that a plain-HTTP host is loopback unless `allow_insecure_http`.
+fn validate_url(url: &str, allow_insecure_http: bool) -> Result<Scheme, HttpError> {
     let bad = |reason| HttpError::BadUrl {
         url: url.to_owned(),
         reason,
@@ -123,20 +182,16 @@ fn validate_url(url: &str) -> Result<(), HttpError> {
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| bad("it has no scheme (expected http://host:port)"))?;
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => {
-            return Err(HttpError::TlsNotBuilt {
-                url: url.to_owned(),
-            });
-        }
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
         _ => {
             return Err(HttpError::UnsupportedScheme {
                 url: url.to_owned(),
                 scheme: scheme.to_owned(),
             });
         }
-    }
+    };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.is_empty() {
         return Err(bad("it has no host"));
@@ -154,13 +209,22 @@ fn validate_url(url: &str) -> Result<(), HttpError> {
             "it carries a query string; settings come from each statement",
         ));
     }
-    Ok(())
+    if scheme == Scheme::Http && !allow_insecure_http && !is_loopback(authority) {
+        return Err(HttpError::InsecureHttp {
+            url: url.to_owned(),
+        });
+    }
+    Ok(scheme)
 }
 
 impl Http {
-    /// A transport to the server at `url` (`http://host:port`).
+    /// A transport to the server at `url` (`https://host:port`, or
+    /// `http://` on loopback or with `allow_insecure_http`).
+    ///
+    /// # Errors
+    /// The URL, a timeout or the TLS trust is refused ([`HttpError`]).
     pub fn new(url: &str, options: HttpOptions) -> Result<Self, HttpError> {
-        validate_url(url)?;
+        let scheme = validate_url(url, options.allow_insecure_http)?;
         if options.connect_timeout.is_zero() {
             return Err(HttpError::ZeroTimeout { which: "connect" });
         }
@@ -170,17 +234,31 @@ impl Http {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(options.connect_timeout));
         connector.set_nodelay(true);
-        let hyper = HyperClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .build(connector);
+        let builder = HyperClient::builder(TokioExecutor::new());
+        let mut builder = builder;
+        builder.pool_idle_timeout(POOL_IDLE_TIMEOUT);
+        let client = match scheme {
+            // A plain URL gets a plain connector: it can never be upgraded
+            // or downgraded behind the caller's back.
+            Scheme::Http => Client::with_http_client(builder.build(connector)),
+            Scheme::Https => {
+                // The HTTP connector must hand `https` URIs through to the
+                // TLS layer, which then refuses anything but `https`.
+                connector.enforce_http(false);
+                let https = HttpsConnectorBuilder::new()
+                    .with_tls_config(tls::client_config(options.ca_file.as_deref())?)
+                    .https_only()
+                    .enable_http1()
+                    .wrap_connector(connector);
+                Client::with_http_client(builder.build(https))
+            }
+        };
         let compression = if options.lz4 {
             clickhouse::Compression::Lz4
         } else {
             clickhouse::Compression::None
         };
-        let mut client = Client::with_http_client(hyper)
-            .with_url(url)
-            .with_compression(compression);
+        let mut client = client.with_url(url).with_compression(compression);
         if let Some(database) = &options.database {
             client = client.with_database(database);
         }
@@ -188,12 +266,56 @@ impl Http {
             client = client.with_user(user);
         }
         if let Some(password) = &options.password {
-            client = client.with_password(password);
+            client = client.with_password(password.expose());
         }
         Ok(Self {
             client,
             url: url.to_owned(),
+            user: options.user.unwrap_or_else(|| "default".to_owned()),
             request_timeout: options.request_timeout,
+        })
+    }
+
+    /// Sends `SELECT 1` and classifies a refusal ([`AccessError`]).
+    async fn check(&self) -> Result<(), AccessError> {
+        let probe = async {
+            self.client
+                .query("SELECT 1")
+                .fetch_bytes("TSV")?
+                .collect()
+                .await
+        };
+        let error = match tokio::time::timeout(self.request_timeout, probe).await {
+            Ok(Ok(_bytes)) => return Ok(()),
+            Ok(Err(error)) => error,
+            Err(_elapsed) => {
+                return Err(AccessError::Failed {
+                    url: self.url.clone(),
+                    failure: Failure::Timeout,
+                });
+            }
+        };
+        if let Some((refusal, detail)) = tls::classify(&error) {
+            let url = self.url.clone();
+            return Err(match refusal {
+                HandshakeRefusal::Untrusted => AccessError::UntrustedCertificate { url, detail },
+                HandshakeRefusal::WrongName => AccessError::CertificateNameMismatch { url, detail },
+                HandshakeRefusal::NotTls => AccessError::NotTls { url, detail },
+            });
+        }
+        let failure = failure_from_client(error);
+        if let Failure::Server { code, message } = &failure
+            && AUTHENTICATION_CODES.contains(code)
+        {
+            return Err(AccessError::AuthenticationFailed {
+                url: self.url.clone(),
+                user: self.user.clone(),
+                message: message.clone(),
+            });
+        }
+        Err(AccessError::Failed {
+            url: self.url.clone(),
+            failure,
         })
     }
 
@@ -272,6 +394,10 @@ impl Transport for Http {
     fn kind(&self) -> &'static str {
         "http"
     }
+
+    fn check_access(&self) -> BoxFuture<'_, Result<(), AccessError>> {
+        Box::pin(self.check())
+    }
 }
 
 #[cfg(test)]
@@ -280,14 +406,18 @@ mod tests {
 
     #[test]
     fn urls_are_validated_with_typed_errors() {
-        assert!(validate_url("http://127.0.0.1:8123").is_ok());
-        assert!(validate_url("HTTP://clickhouse:8123/").is_ok());
+        assert_eq!(
+            validate_url("http://127.0.0.1:8123", false),
+            Ok(Scheme::Http)
+        );
+        assert_eq!(
+            validate_url("HTTP://localhost:8123/", false),
+            Ok(Scheme::Http)
+        );
+        assert_eq!(validate_url("http://[::1]:8123", false), Ok(Scheme::Http));
+        assert_eq!(validate_url("https://ch:8443", false), Ok(Scheme::Https));
         assert!(matches!(
-            validate_url("https://ch:8443"),
-            Err(HttpError::TlsNotBuilt { .. })
-        ));
-        assert!(matches!(
-            validate_url("tcp://ch:9000"),
+            validate_url("tcp://ch:9000", false),
             Err(HttpError::UnsupportedScheme { .. })
         ));
         for bad in [
@@ -299,9 +429,52 @@ mod tests {
             "http://ch 8123",
         ] {
             assert!(
-                matches!(validate_url(bad), Err(HttpError::BadUrl { .. })),
+                matches!(validate_url(bad, true), Err(HttpError::BadUrl { .. })),
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn plain_http_reaches_only_loopback_unless_allowed() {
+        for remote in [
+            "http://clickhouse:8123",
+            "http://10.0.0.7:8123",
+            "http://[2001:db8::1]:8123",
+            "http://localhost.example.com:8123",
+        ] {
+            assert_eq!(
+                validate_url(remote, false),
+                Err(HttpError::InsecureHttp {
+                    url: remote.to_owned()
+                }),
+                "{remote}"
+            );
+            assert_eq!(validate_url(remote, true), Ok(Scheme::Http), "{remote}");
+        }
+        for local in [
+            "http://127.0.0.1:1",
+            "http://127.8.9.10",
+            "http://LOCALHOST:8123",
+        ] {
+            assert_eq!(validate_url(local, false), Ok(Scheme::Http), "{local}");
+        }
+    }
+
+    #[test]
+    fn an_unusable_ca_file_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "no certificate here\n").expect("write");
+        for path in [dir.path().join("missing.pem"), empty] {
+            let options = HttpOptions {
+                ca_file: Some(path.clone()),
+                ..HttpOptions::default()
+            };
+            match Http::new("https://127.0.0.1:1", options) {
+                Err(HttpError::CaFile { path: named, .. }) => assert_eq!(named, path),
+                other => panic!("{}: {other:?}", path.display()),
+            }
         }
     }
 

@@ -13,11 +13,14 @@
 //! capcat-chdb) and [`Http`] (a ClickHouse server, or capcat-chdb's HTTP
 //! front, through the `clickhouse` crate).
 
+mod access;
 mod counting;
 mod decode;
 mod embedded;
 mod exception;
 mod http;
+mod password;
+mod tls;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -25,11 +28,13 @@ use std::pin::Pin;
 
 use capcat_proto::{Failure, Rows, Statement};
 
+pub use access::{AUTHENTICATION_CODES, AccessError};
 pub use counting::{Counting, StatementCount};
 pub use decode::{RESULT_FORMAT, decode_rows};
 pub use embedded::{Embedded, request_for};
 pub use exception::{TIMEOUT_EXCEEDED, failure_from_exception};
 pub use http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Http, HttpError, HttpOptions};
+pub use password::{Password, REDACTED};
 
 /// A boxed, sendable future: what [`Transport::execute`] returns, so the
 /// trait stays object safe (`Arc<dyn Transport>`).
@@ -47,6 +52,13 @@ pub trait Transport: Send + Sync + Debug {
 
     /// A short name for logs ("embedded", "http").
     fn kind(&self) -> &'static str;
+
+    /// Whether the server accepts this transport at all (its certificate,
+    /// the credentials), with the reason when it does not. An in-process
+    /// engine has nothing to refuse.
+    fn check_access(&self) -> BoxFuture<'_, Result<(), AccessError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
@@ -56,5 +68,9 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 
     fn kind(&self) -> &'static str {
         (**self).kind()
+    }
+
+    fn check_access(&self) -> BoxFuture<'_, Result<(), AccessError>> {
+        (**self).check_access()
     }
 }

@@ -6,6 +6,9 @@
 //! - `CAPCAT_CLICKHOUSE_URL` set: that clickhouse-server, over HTTP.
 //! - `CAPCAT_CATALOG_TRANSPORT=http`: the `clickhouse` crate against
 //!   capcat-chdb's HTTP front over an embedded engine in this process.
+//! - `CAPCAT_CATALOG_TRANSPORT=https`: the same front behind TLS, with a
+//!   certificate made for the test by a CA made for it, and a password:
+//!   the client trusts the CA through `ca_file` and logs in.
 //! - otherwise: the embedded engine directly.
 //!
 //! The embedded engine needs `CAPCAT_LIBCHDB`; without it a test prints that
@@ -21,8 +24,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use capcat_chdb::{Engine, HttpFront};
-use capcat_clickhouse::{Catalog, Embedded, Http, HttpOptions, Transport};
+use capcat_chdb::{Engine, FrontCredentials, FrontOptions, HttpFront, TestPki};
+use capcat_clickhouse::{Catalog, Embedded, Http, HttpOptions, Password, Transport};
 use capcat_proto::descriptor::{Locator, SummaryColumns};
 use capcat_proto::{
     CaptureDescriptor, Column, ColumnType, Config, Expect, Statement, Tables, Value,
@@ -36,6 +39,8 @@ pub enum Target {
     Embedded,
     /// The `clickhouse` crate against capcat-chdb's HTTP front in this process.
     HttpFront,
+    /// The same, over TLS with a password.
+    HttpsFront,
     /// A clickhouse-server at this URL.
     Server(String),
 }
@@ -48,12 +53,15 @@ pub fn target() -> Target {
     }
     match std::env::var("CAPCAT_CATALOG_TRANSPORT").as_deref() {
         Ok("http") => Target::HttpFront,
+        Ok("https") => Target::HttpsFront,
         Ok("embedded") | Err(_) => Target::Embedded,
-        Ok(other) => panic!("CAPCAT_CATALOG_TRANSPORT={other:?}: expected http or embedded"),
+        Ok(other) => {
+            panic!("CAPCAT_CATALOG_TRANSPORT={other:?}: expected http, https or embedded")
+        }
     }
 }
 
-fn engine_or_skip(test: &str) -> Option<Engine> {
+pub fn engine_or_skip(test: &str) -> Option<Engine> {
     if std::env::var_os("CAPCAT_LIBCHDB").is_none() {
         assert!(
             std::env::var("CAPCAT_REQUIRE_ENGINES").as_deref() != Ok("1"),
@@ -84,7 +92,48 @@ pub struct Live {
     pub target: Target,
     engine: Option<Engine>,
     url: Option<String>,
+    http_options: HttpOptions,
     _front: Option<Arc<HttpFront>>,
+    _ca_dir: Option<Arc<tempfile::TempDir>>,
+}
+
+/// The user and password of the TLS front.
+pub const TLS_USER: &str = "capcat_writer";
+pub const TLS_PASSWORD: &str = "a-test-password-9f3c";
+
+/// A TLS front with a password over `engine`, and the client options that
+/// reach it: the CA in a file of its own (kept alive by the returned
+/// directory), the user and the password.
+pub async fn tls_front(engine: Engine) -> (String, HttpFront, HttpOptions, tempfile::TempDir) {
+    let pki = TestPki::new();
+    let (addr, front) = HttpFront::start_with(
+        engine,
+        FrontOptions {
+            credentials: Some(FrontCredentials {
+                user: TLS_USER.to_owned(),
+                password: TLS_PASSWORD.to_owned(),
+            }),
+            tls: Some(pki.server(&["localhost", "127.0.0.1"])),
+            ..FrontOptions::default()
+        },
+    )
+    .await
+    .expect("start the TLS front");
+    let dir = tempfile::tempdir().expect("a directory for the CA file");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, pki.ca_pem()).expect("write the CA file");
+    let options = HttpOptions {
+        user: Some(TLS_USER.to_owned()),
+        password: Some(Password::new(TLS_PASSWORD)),
+        ca_file: Some(ca_file),
+        ..HttpOptions::default()
+    };
+    (
+        format!("https://localhost:{}", addr.port()),
+        front,
+        options,
+        dir,
+    )
 }
 
 /// A prefix of its own for `test`: the test's name (shortened) and random hex.
@@ -109,6 +158,8 @@ impl Live {
         let target = target();
         let prefix = prefix_for(test);
         let tables = Tables::new(&prefix).expect("a valid test prefix");
+        let mut http_options = HttpOptions::default();
+        let mut ca_dir = None;
         let (engine, url, front, transport): (_, _, _, Arc<dyn Transport>) = match &target {
             Target::Embedded => {
                 let engine = engine_or_skip(test)?;
@@ -122,12 +173,21 @@ impl Live {
                     .expect("start the HTTP front");
                 let url = format!("http://{addr}");
                 let transport =
-                    Arc::new(Http::new(&url, HttpOptions::default()).expect("a valid URL"));
+                    Arc::new(Http::new(&url, http_options.clone()).expect("a valid URL"));
+                (Some(engine), Some(url), Some(Arc::new(front)), transport)
+            }
+            Target::HttpsFront => {
+                let engine = engine_or_skip(test)?;
+                let (url, front, options, dir) = tls_front(engine.clone()).await;
+                http_options = options;
+                ca_dir = Some(Arc::new(dir));
+                let transport =
+                    Arc::new(Http::new(&url, http_options.clone()).expect("a valid URL"));
                 (Some(engine), Some(url), Some(Arc::new(front)), transport)
             }
             Target::Server(url) => {
                 let transport =
-                    Arc::new(Http::new(url, HttpOptions::default()).expect("a valid URL"));
+                    Arc::new(Http::new(url, http_options.clone()).expect("a valid URL"));
                 (None, Some(url.clone()), None, transport)
             }
         };
@@ -137,7 +197,9 @@ impl Live {
             target,
             engine,
             url,
+            http_options,
             _front: front,
+            _ca_dir: ca_dir,
         })
     }
 
@@ -156,7 +218,7 @@ impl Live {
     pub fn second_catalog(&self, config: Config) -> Catalog {
         let transport: Arc<dyn Transport> = match (&self.engine, &self.url) {
             (_, Some(url)) => {
-                Arc::new(Http::new(url, HttpOptions::default()).expect("a valid URL"))
+                Arc::new(Http::new(url, self.http_options.clone()).expect("a valid URL"))
             }
             (Some(engine), None) => Arc::new(Embedded::new(engine.clone())),
             (None, None) => unreachable!("a live catalog has an engine or a URL"),
