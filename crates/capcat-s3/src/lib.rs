@@ -32,7 +32,7 @@ mod s3;
 mod store;
 
 pub use any::AnyStore;
-pub use error::{ErrorClass, Operation, StoreError};
+pub use error::{CredentialsOrigin, ErrorClass, Operation, StoreError};
 pub use key::{CatalogPrefix, KEY_LAYOUT_VERSION, KeyError, ObjectKey, PackKey};
 pub use local::LocalStore;
 pub use metadata::{MetadataError, PackMetadata, UserMetadata};

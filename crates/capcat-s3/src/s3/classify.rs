@@ -1,8 +1,66 @@
-//! Maps aws-sdk-s3 errors to the store's [`ErrorClass`]es.
+//! Maps aws-sdk-s3 errors to the store's [`ErrorClass`]es, and to the
+//! typed errors an operator can act on: refused credentials, an untrusted
+//! certificate, a certificate for another host.
+
+use std::error::Error;
 
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use rustls::CertificateError;
 
-use crate::error::{ErrorClass, Operation, StoreError};
+use crate::error::{CredentialsOrigin, ErrorClass, Operation, StoreError};
+
+/// What a store's errors name besides the operation and the key.
+#[derive(Debug)]
+pub(crate) struct RequestContext {
+    /// The endpoint URL, without a trailing `/`.
+    pub(crate) endpoint: String,
+    /// The endpoint's host, the name its certificate must hold.
+    pub(crate) host: String,
+    /// Where the credentials came from.
+    pub(crate) credentials: CredentialsOrigin,
+}
+
+/// Why a TLS handshake refused the endpoint's certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CertificateRefusal {
+    /// No trusted CA issued it (rustls `UnknownIssuer`).
+    UnknownIssuer,
+    /// It does not name the endpoint's host (rustls `NotValidForName`).
+    NotValidForName,
+    /// Any other certificate error: expired, revoked, a bad signature, ...
+    Other,
+}
+
+/// `error` and every error after it: after an `io::Error` comes its payload
+/// (`io::Error::get_ref`), after any other error its `source()`.
+///
+/// `io::Error::source` returns the payload's *source*, skipping the payload
+/// itself, and tokio-rustls / hyper-rustls carry the `rustls::Error` as the
+/// payload of an `io::Error` (two of them deep): a plain `source()` walk
+/// never meets it.
+fn chain<'a>(error: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(error), |&error| {
+        match error.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn Error + 'static)),
+            None => error.source(),
+        }
+    })
+}
+
+/// The certificate refusal in `error`'s chain: a `rustls::Error::
+/// InvalidCertificate`, found by downcasting (no Display text is matched).
+pub(crate) fn certificate_refusal(error: &(dyn Error + 'static)) -> Option<CertificateRefusal> {
+    chain(error).find_map(|cause| match cause.downcast_ref::<rustls::Error>()? {
+        rustls::Error::InvalidCertificate(certificate) => Some(match certificate {
+            CertificateError::UnknownIssuer => CertificateRefusal::UnknownIssuer,
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                CertificateRefusal::NotValidForName
+            }
+            _ => CertificateRefusal::Other,
+        }),
+        _ => None,
+    })
+}
 
 /// The class of an HTTP error response, from its status and S3 error code.
 /// HEAD responses have no body, so their code is often absent and the status
@@ -42,6 +100,7 @@ pub(crate) fn class_of_response(status: u16, code: Option<&str>) -> ErrorClass {
 
 /// Classifies a failed SDK call on `key`.
 pub(crate) fn classify<E>(
+    context: &RequestContext,
     op: Operation,
     key: &str,
     error: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
@@ -49,7 +108,10 @@ pub(crate) fn classify<E>(
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
+    let refusal = certificate_refusal(error);
     let class = match error {
+        // The handshake refused the certificate: the next one would too.
+        SdkError::DispatchFailure(_) if refusal.is_some() => ErrorClass::Other,
         // Refused or reset connections, timeouts while connecting or reading:
         // the request may not have reached the store, so a retry can succeed.
         SdkError::DispatchFailure(failure) if !failure.is_user() => ErrorClass::Transient,
@@ -66,6 +128,37 @@ where
     let mut detail = error_chain(error);
     if let Some(response) = error.raw_response() {
         detail = format!("HTTP {}: {detail}", response.status().as_u16());
+    }
+    let key = key.to_owned();
+    match refusal {
+        Some(CertificateRefusal::UnknownIssuer) => {
+            return StoreError::UntrustedCertificate {
+                op,
+                key,
+                endpoint: context.endpoint.clone(),
+                detail,
+            };
+        }
+        Some(CertificateRefusal::NotValidForName) => {
+            return StoreError::CertificateNameMismatch {
+                op,
+                key,
+                endpoint: context.endpoint.clone(),
+                host: context.host.clone(),
+                detail,
+            };
+        }
+        Some(CertificateRefusal::Other) | None => {}
+    }
+    if class == ErrorClass::Auth {
+        // Only a response is classified Auth: the store read the signed
+        // request and refused whoever signed it.
+        return StoreError::CredentialsRefused {
+            op,
+            key,
+            credentials: context.credentials.clone(),
+            detail,
+        };
     }
     StoreError::new(class, op, key, detail)
 }
@@ -116,6 +209,65 @@ mod tests {
         }
     }
     impl std::error::Error for Inner {}
+
+    #[derive(Debug)]
+    struct Wrapper(std::io::Error);
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("dispatch failure")
+        }
+    }
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// A rustls error as hyper-rustls reports it: two `io::Error`s deep,
+    /// under a wrapper.
+    fn handshake_error(error: rustls::Error) -> Wrapper {
+        Wrapper(std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            error,
+        )))
+    }
+
+    #[test]
+    fn certificate_refusals_are_found_inside_io_errors() {
+        let refusal = |e: CertificateError| {
+            certificate_refusal(&handshake_error(rustls::Error::InvalidCertificate(e)))
+        };
+        assert_eq!(
+            refusal(CertificateError::UnknownIssuer),
+            Some(CertificateRefusal::UnknownIssuer)
+        );
+        assert_eq!(
+            refusal(CertificateError::NotValidForName),
+            Some(CertificateRefusal::NotValidForName)
+        );
+        assert_eq!(
+            refusal(CertificateError::NotValidForNameContext {
+                expected: rustls::pki_types::ServerName::try_from("localhost").expect("a name"),
+                presented: vec!["DnsName(\"other.invalid\")".to_owned()],
+            }),
+            Some(CertificateRefusal::NotValidForName)
+        );
+        assert_eq!(
+            refusal(CertificateError::Expired),
+            Some(CertificateRefusal::Other)
+        );
+        assert_eq!(
+            certificate_refusal(&handshake_error(rustls::Error::DecryptError)),
+            None
+        );
+        assert_eq!(
+            certificate_refusal(&Wrapper(std::io::Error::from(
+                std::io::ErrorKind::ConnectionRefused
+            ))),
+            None
+        );
+        assert_eq!(certificate_refusal(&Outer(Inner)), None);
+    }
 
     #[test]
     fn an_error_chain_is_words_without_debug_output() {

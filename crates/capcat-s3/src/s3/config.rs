@@ -2,7 +2,11 @@
 //! before any request is made.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 
 /// Where the store's credentials come from.
 #[derive(Clone, PartialEq, Eq)]
@@ -128,6 +132,11 @@ pub struct S3Config {
     /// encrypted, but the payload travels in clear. Refused with `https://`,
     /// where it would mean nothing.
     pub allow_http: bool,
+    /// A PEM bundle of CA certificates trusted in addition to the system
+    /// roots, for an endpoint whose certificate a private CA signed. Read by
+    /// [`crate::S3Store::new`]. The certificate and its host name are always
+    /// verified: there is no switch to turn that off. Only with `https://`.
+    pub ca_file: Option<PathBuf>,
     /// The credentials.
     pub credentials: S3Credentials,
     /// The timeouts.
@@ -152,6 +161,7 @@ impl S3Config {
             bucket: bucket.into(),
             path_style: true,
             allow_http: false,
+            ca_file: None,
             credentials,
             timeouts: S3Timeouts::default(),
             retry: S3Retry::default(),
@@ -266,9 +276,64 @@ impl S3Config {
             (true, true) => Err(ConfigError::AllowHttpWithHttps {
                 endpoint: endpoint.to_owned(),
             }),
+            (false, true) if self.ca_file.is_some() => Err(ConfigError::CaFileWithHttp {
+                endpoint: endpoint.to_owned(),
+            }),
             _ => Ok(()),
         }
     }
+
+    /// The endpoint's host, as TLS verifies it: without the port, and an
+    /// IPv6 literal without its brackets. Call after [`Self::validate`].
+    pub(crate) fn endpoint_host(&self) -> &str {
+        let rest = self
+            .endpoint
+            .split_once("://")
+            .map_or(self.endpoint.as_str(), |(_, rest)| rest);
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if let Some(v6) = authority.strip_prefix('[') {
+            return v6.split_once(']').map_or(v6, |(host, _)| host);
+        }
+        authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+    }
+}
+
+/// Reads the PEM CA bundle of [`S3Config::ca_file`] and checks every
+/// certificate in it the way the TLS client will load it: the client's
+/// loader panics on what this refuses, so nothing reaches it unchecked.
+///
+/// # Errors
+/// [`ConfigError::CaFileUnreadable`], [`ConfigError::CaFileBadCertificate`]
+/// or [`ConfigError::CaFileNoCertificates`], each naming the file.
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let pem = std::fs::read(path).map_err(|e| ConfigError::CaFileUnreadable {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let bad = |reason: String| ConfigError::CaFileBadCertificate {
+        path: path.to_owned(),
+        reason,
+    };
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("malformed PEM: {e}")))?;
+    if certificates.is_empty() {
+        return Err(ConfigError::CaFileNoCertificates {
+            path: path.to_owned(),
+        });
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for (index, certificate) in certificates.into_iter().enumerate() {
+        roots.add(certificate).map_err(|e| {
+            bad(format!(
+                "certificate {} is not a usable CA certificate: {e}",
+                index + 1
+            ))
+        })?;
+    }
+    Ok(pem)
 }
 
 /// S3's bucket naming rules: 3 to 63 characters of lowercase letters,
@@ -331,6 +396,46 @@ pub enum ConfigError {
     MissingEnvironmentCredentials {
         /// The variable.
         variable: &'static str,
+    },
+    /// `ca_file` with a plain-HTTP endpoint, where no certificate is checked.
+    #[error(
+        "ca_file is set but S3 endpoint {endpoint:?} is plain HTTP; a CA file pairs only with https://"
+    )]
+    CaFileWithHttp {
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// The `ca_file` is missing or cannot be read.
+    #[error(
+        "cannot read the S3 ca_file {path:?}: {reason}; point ca_file at a readable PEM bundle of the CA that signed the endpoint's certificate"
+    )]
+    CaFileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read (the I/O error).
+        reason: String,
+    },
+    /// The `ca_file` holds no `CERTIFICATE` PEM block.
+    #[error(
+        "the S3 ca_file {path:?} holds no PEM certificate; it must contain at least one -----BEGIN CERTIFICATE----- block of the CA that signed the endpoint's certificate"
+    )]
+    CaFileNoCertificates {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A certificate of the `ca_file` is malformed or not usable as a CA.
+    #[error("the S3 ca_file {path:?} is refused: {reason}; it must hold PEM CA certificates only")]
+    CaFileBadCertificate {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The TLS client refused its own configuration.
+    #[error("the S3 client's TLS configuration is refused: {reason}")]
+    TlsSetup {
+        /// The TLS client's error.
+        reason: String,
     },
     /// A timeout of zero.
     #[error("the S3 {name} timeout must be above zero")]
@@ -481,6 +586,79 @@ mod tests {
             check(&|c| c.retry.initial_backoff = Duration::from_secs(9)),
             Err(ConfigError::BackoffOrder { .. })
         ));
+    }
+
+    #[test]
+    fn a_ca_file_pairs_only_with_https() {
+        let mut c = config("http://127.0.0.1:9000");
+        c.ca_file = Some("/etc/ca.pem".into());
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::CaFileWithHttp { .. })
+        ));
+        let mut c = config("https://s3.example.com");
+        c.ca_file = Some("/etc/ca.pem".into());
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn the_endpoint_host_drops_the_scheme_the_port_and_brackets() {
+        for (endpoint, host) in [
+            ("https://s3.example.com", "s3.example.com"),
+            ("https://localhost:9000/", "localhost"),
+            ("http://127.0.0.1:9000", "127.0.0.1"),
+            ("https://[::1]:443", "::1"),
+            ("https://[::1]", "::1"),
+        ] {
+            assert_eq!(config(endpoint).endpoint_host(), host, "{endpoint}");
+        }
+    }
+
+    #[test]
+    fn a_ca_file_must_be_readable_and_hold_ca_certificates() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let missing = dir.path().join("missing.pem");
+        let error = read_ca_file(&missing).expect_err("a missing file");
+        assert!(
+            matches!(&error, ConfigError::CaFileUnreadable { path, .. } if *path == missing),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("missing.pem"), "{error}");
+
+        let empty = dir.path().join("empty.pem");
+        let key_only = dir.path().join("key.pem");
+        let key = rcgen::KeyPair::generate().expect("key");
+        std::fs::write(&empty, "no PEM here\n").expect("write");
+        std::fs::write(&key_only, key.serialize_pem()).expect("write");
+        for path in [&empty, &key_only] {
+            let error = read_ca_file(path).expect_err("no certificate");
+            assert_eq!(
+                error,
+                ConfigError::CaFileNoCertificates { path: path.clone() }
+            );
+            assert!(error.to_string().contains("BEGIN CERTIFICATE"), "{error}");
+        }
+
+        // A CERTIFICATE block whose bytes are no certificate: the TLS
+        // client's loader would panic on it, so it is refused here.
+        let garbage = dir.path().join("garbage.pem");
+        std::fs::write(
+            &garbage,
+            "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n",
+        )
+        .expect("write");
+        let error = read_ca_file(&garbage).expect_err("not a certificate");
+        assert!(
+            matches!(&error, ConfigError::CaFileBadCertificate { path, .. } if *path == garbage),
+            "{error:?}"
+        );
+
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&key).expect("self-signed CA");
+        let good = dir.path().join("ca.pem");
+        std::fs::write(&good, format!("# a comment\n{}", ca.pem())).expect("write");
+        assert!(read_ca_file(&good).is_ok());
     }
 
     #[test]

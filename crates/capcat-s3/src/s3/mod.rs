@@ -6,7 +6,8 @@ mod config;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::interceptors::InterceptorContext;
+use aws_sdk_s3::config::retry::{ClassifyRetry, RetryAction, RetryConfig};
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{
     BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
@@ -17,8 +18,8 @@ use bytes::Bytes;
 
 pub use config::{ConfigError, MAX_ATTEMPTS_LIMIT, S3Config, S3Credentials, S3Retry, S3Timeouts};
 
-use self::classify::classify;
-use crate::error::{ErrorClass, Operation, StoreError};
+use self::classify::{RequestContext, classify};
+use crate::error::{CredentialsOrigin, ErrorClass, Operation, StoreError};
 use crate::key::ObjectKey;
 use crate::metadata::{self, UserMetadata};
 use crate::store::{
@@ -33,17 +34,22 @@ use crate::store::{
 pub struct S3Store {
     client: aws_sdk_s3::Client,
     bucket: Arc<str>,
+    /// What an error names: the endpoint, its host, the credentials' origin.
+    context: Arc<RequestContext>,
 }
 
 impl S3Store {
-    /// Validates `config` and builds the client. No request is made.
+    /// Validates `config`, reads its `ca_file` and builds the client. No
+    /// request is made.
     ///
     /// # Errors
-    /// A [`ConfigError`] for a refused configuration or missing environment
+    /// A [`ConfigError`] for a refused configuration, a `ca_file` that cannot
+    /// be read or holds no usable certificate, or missing environment
     /// credentials.
     pub fn new(config: &S3Config) -> Result<Self, ConfigError> {
         config.validate()?;
-        let credentials = resolve_credentials(&config.credentials)?;
+        let tls_context = tls_context(config)?;
+        let (credentials, origin) = resolve_credentials(&config.credentials)?;
         let timeouts = TimeoutConfig::builder()
             .connect_timeout(config.timeouts.connect)
             .read_timeout(config.timeouts.read)
@@ -55,11 +61,14 @@ impl S3Store {
             .with_initial_backoff(config.retry.initial_backoff)
             .with_max_backoff(config.retry.max_backoff);
         // rustls with ring: no C toolchain beyond ring's, no OpenSSL. Plain
-        // HTTP endpoints go through the same connector.
+        // HTTP endpoints go through the same connector. The certificate and
+        // its host name are always verified, against the system roots and
+        // the `ca_file`.
         let http_client = aws_smithy_http_client::Builder::new()
             .tls_provider(tls::Provider::Rustls(
                 tls::rustls_provider::CryptoMode::Ring,
             ))
+            .tls_context(tls_context)
             .build_https();
         let sdk_config = aws_sdk_s3::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -70,6 +79,7 @@ impl S3Store {
             .http_client(http_client)
             .timeout_config(timeouts)
             .retry_config(retry)
+            .retry_classifier(NoRetryOnRefusedCertificate)
             // PUT always declares its SHA-256 itself; no other request needs
             // a checksum, and GET verifies against the pack's own SHA-256.
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
@@ -78,7 +88,25 @@ impl S3Store {
         Ok(Self {
             client: aws_sdk_s3::Client::from_conf(sdk_config),
             bucket: Arc::from(config.bucket.as_str()),
+            context: Arc::new(RequestContext {
+                endpoint: config.endpoint.trim_end_matches('/').to_owned(),
+                host: config.endpoint_host().to_owned(),
+                credentials: origin,
+            }),
         })
+    }
+
+    /// Classifies a failed SDK call on `key`.
+    fn classify<E>(
+        &self,
+        op: Operation,
+        key: &str,
+        error: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+    ) -> StoreError
+    where
+        E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        classify(&self.context, op, key, error)
     }
 
     /// The bucket.
@@ -111,25 +139,69 @@ impl S3Store {
                 ) {
                     Ok(())
                 } else {
-                    Err(classify(Operation::CreateBucket, &self.bucket, &error))
+                    Err(self.classify(Operation::CreateBucket, &self.bucket, &error))
                 }
             }
         }
     }
 }
 
-fn resolve_credentials(credentials: &S3Credentials) -> Result<Credentials, ConfigError> {
+/// The TLS settings: the system roots, plus the `ca_file`'s certificates.
+fn tls_context(config: &S3Config) -> Result<tls::TlsContext, ConfigError> {
+    // Native roots stay on: the CA file adds to them, never replaces them.
+    let mut trust = tls::TrustStore::default().with_native_roots(true);
+    if let Some(path) = &config.ca_file {
+        trust = trust.with_pem_certificate(config::read_ca_file(path)?);
+    }
+    tls::TlsContext::builder()
+        .with_trust_store(trust)
+        .build()
+        .map_err(|e| ConfigError::TlsSetup {
+            reason: classify::error_chain(&e),
+        })
+}
+
+/// Forbids the SDK's retries of a request whose TLS handshake refused the
+/// endpoint's certificate: the next handshake would refuse it again, so the
+/// first request fails at once with the classified error.
+#[derive(Debug)]
+struct NoRetryOnRefusedCertificate;
+
+impl ClassifyRetry for NoRetryOnRefusedCertificate {
+    fn classify_retry(&self, ctx: &InterceptorContext) -> RetryAction {
+        match ctx.output_or_error() {
+            Some(Err(error)) if classify::certificate_refusal(error).is_some() => {
+                RetryAction::RetryForbidden
+            }
+            _ => RetryAction::NoActionIndicated,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "capcat: refused TLS certificate"
+    }
+}
+
+/// The SDK credentials and where they came from.
+fn resolve_credentials(
+    credentials: &S3Credentials,
+) -> Result<(Credentials, CredentialsOrigin), ConfigError> {
     match credentials {
         S3Credentials::Static {
             access_key_id,
             secret_access_key,
             session_token,
-        } => Ok(Credentials::new(
-            access_key_id,
-            secret_access_key,
-            session_token.clone(),
-            None,
-            "capcat-static",
+        } => Ok((
+            Credentials::new(
+                access_key_id,
+                secret_access_key,
+                session_token.clone(),
+                None,
+                "capcat-static",
+            ),
+            CredentialsOrigin::Config {
+                access_key_id: access_key_id.clone(),
+            },
         )),
         S3Credentials::Environment => {
             let var = |variable: &'static str| {
@@ -141,12 +213,19 @@ fn resolve_credentials(credentials: &S3Credentials) -> Result<Credentials, Confi
             let access_key_id = var("AWS_ACCESS_KEY_ID")?;
             let secret_access_key = var("AWS_SECRET_ACCESS_KEY")?;
             let session_token = var("AWS_SESSION_TOKEN").ok();
-            Ok(Credentials::new(
-                access_key_id,
-                secret_access_key,
-                session_token,
-                None,
-                "capcat-environment",
+            let origin = CredentialsOrigin::Environment {
+                access_key_id: access_key_id.clone(),
+                session_token: session_token.is_some(),
+            };
+            Ok((
+                Credentials::new(
+                    access_key_id,
+                    secret_access_key,
+                    session_token,
+                    None,
+                    "capcat-environment",
+                ),
+                origin,
             ))
         }
     }
@@ -228,7 +307,7 @@ impl PackStore for S3Store {
             .set_metadata(Some(metadata))
             .send()
             .await
-            .map_err(|e| classify(Operation::Put, key.as_str(), &e))?;
+            .map_err(|e| self.classify(Operation::Put, key.as_str(), &e))?;
         tracing::debug!(key = %key, "s3 store: put");
         Ok(PutReceipt {
             etag: output.e_tag().map(str::to_owned),
@@ -245,7 +324,7 @@ impl PackStore for S3Store {
             .checksum_mode(aws_sdk_s3::types::ChecksumMode::Enabled)
             .send()
             .await
-            .map_err(|e| classify(op, key.as_str(), &e))?;
+            .map_err(|e| self.classify(op, key.as_str(), &e))?;
         Ok(ObjectHead {
             size: output
                 .content_length()
@@ -265,7 +344,7 @@ impl PackStore for S3Store {
             .key(key.as_str())
             .send()
             .await
-            .map_err(|e| classify(op, key.as_str(), &e))?;
+            .map_err(|e| self.classify(op, key.as_str(), &e))?;
         let metadata = user_metadata(op, key.as_str(), output.metadata());
         let bytes = collect_body(op, key.as_str(), output.body).await?;
         // A pack's metadata carries the object's checksum: check the bytes
@@ -293,7 +372,7 @@ impl PackStore for S3Store {
             .range(range.http_header())
             .send()
             .await
-            .map_err(|e| classify(op, key.as_str(), &e))?;
+            .map_err(|e| self.classify(op, key.as_str(), &e))?;
         collect_body(op, key.as_str(), output.body).await
     }
 
@@ -313,7 +392,7 @@ impl PackStore for S3Store {
             .set_continuation_token(token.map(|t| t.0.clone()))
             .send()
             .await
-            .map_err(|e| classify(op, prefix, &e))?;
+            .map_err(|e| self.classify(op, prefix, &e))?;
         let objects = output
             .contents()
             .iter()
@@ -352,7 +431,7 @@ impl PackStore for S3Store {
             .key(key.as_str())
             .send()
             .await
-            .map_err(|e| classify(Operation::Delete, key.as_str(), &e))?;
+            .map_err(|e| self.classify(Operation::Delete, key.as_str(), &e))?;
         Ok(())
     }
 }

@@ -7,11 +7,13 @@
 //! default `us-east-1`; credentials from `AWS_ACCESS_KEY_ID` and
 //! `AWS_SECRET_ACCESS_KEY`; each test under its own key prefix). The cases
 //! that need to break a server (a killed PUT, wrong secrets, timeouts,
-//! 5xx) live in `faults`.
+//! 5xx) live in `faults`; the S3 test server behind a TLS proxy (a private
+//! CA, a certificate for another host, a wrong secret) in `tls`.
 
 mod faults;
 mod server;
 mod suite;
+mod tls;
 
 use suite::Fixture;
 

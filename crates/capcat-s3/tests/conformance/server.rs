@@ -72,6 +72,11 @@ impl TestServer {
         self.data_dir().join(&self.bucket).join(key)
     }
 
+    /// The address the server listens on (plain HTTP, 127.0.0.1).
+    pub(crate) fn address(&self) -> SocketAddr {
+        self.address
+    }
+
     /// The endpoint URL.
     pub(crate) fn endpoint(&self) -> String {
         format!("http://{}", self.address)
