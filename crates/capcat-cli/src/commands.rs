@@ -82,18 +82,20 @@ fn refuse_owned_spool(cfg: &ValidConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(crate) fn open_catalog(
+/// Opens the catalog and checks the server accepts it (certificate,
+/// credentials), so that a refusal is reported as what to fix before any
+/// command runs a statement.
+pub(crate) async fn open_catalog(
     cfg: &ValidConfig,
     target: &CatalogTarget,
     access: Access,
 ) -> Result<Catalog, CliError> {
-    Ok(target.open(
-        access,
-        &cfg.tables,
-        &cfg.protocol,
-        cfg.catalog_request_timeout,
-        cfg.catalog_connect_timeout,
-    )?)
+    let catalog = target.open(access, cfg)?;
+    catalog
+        .check_access()
+        .await
+        .map_err(|e| crate::target::TargetError::Catalog(e.to_string()))?;
+    Ok(catalog)
 }
 
 /// `capcat sql`.
@@ -130,7 +132,7 @@ pub(crate) async fn search(common: &Common, args: SearchArgs) -> Result<(), CliE
     check_name("--tenant", &args.tenant)?;
     let dtype = args.dtype.as_deref().map(dtype_filter).transpose()?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly).await?;
     let cursor = match &args.cursor {
         Some(token) => Some(Cursor::from_token(token)?),
         None => None,
@@ -229,7 +231,7 @@ fn dtype_filter(text: &str) -> Result<String, CliError> {
 pub(crate) async fn get(common: &Common, tenant: &str, ids: Vec<Uuid>) -> Result<(), CliError> {
     check_name("--tenant", tenant)?;
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly).await?;
     let pinned = catalog
         .pin()
         .await
@@ -343,8 +345,8 @@ pub(crate) async fn hydrate(
 ) -> Result<(), CliError> {
     check_name("--tenant", tenant)?;
     let (cfg, target, store_target) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
-    let store = store_target.open(Access::ReadOnly, cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly).await?;
+    let store = store_target.open(Access::ReadOnly, &cfg)?;
     let pinned = catalog
         .pin()
         .await
@@ -501,7 +503,7 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
     );
     // An embedded catalog is open in one process at a time: while the
     // service runs, the catalog half of the status is its error.
-    let catalog = match open_catalog(&cfg, &target, Access::ReadOnly) {
+    let catalog = match open_catalog(&cfg, &target, Access::ReadOnly).await {
         Ok(catalog) => catalog,
         Err(e @ CliError::Target(crate::target::TargetError::Missing { .. })) => {
             println!("{e}");
@@ -557,7 +559,7 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
 /// `capcat schema check`.
 pub(crate) async fn schema_check(common: &Common) -> Result<(), CliError> {
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::Create)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create).await?;
     let outcome = catalog
         .ensure_schema()
         .await
@@ -574,7 +576,7 @@ pub(crate) async fn schema_drop(common: &Common, yes: bool) -> Result<(), CliErr
         ));
     }
     let (cfg, target, _) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly).await?;
     let n = capcat_proto::schema::drop_schema(catalog.tables()).len();
     catalog
         .drop_schema()
@@ -759,8 +761,8 @@ pub(crate) async fn reconcile(
     cfg.raw.reconcile_on_start = true;
     let stall = stall.duration_or(cfg.close_flush_timeout)?;
     refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target, Access::Create)?;
-    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create).await?;
+    let store = store_target.open(Access::Create, &cfg)?;
     run_service(cfg, catalog, store, wait.duration()?, stall, "reconcile").await
 }
 
@@ -805,8 +807,8 @@ pub(crate) async fn drain(
     if !cfg.raw.owns_spool && open > 0 {
         println!("  owns_spool = false: .open files are left for the spool's owner");
     }
-    let catalog = open_catalog(&cfg, &target, Access::Create)?;
-    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create).await?;
+    let store = store_target.open(Access::Create, &cfg)?;
     run_service(cfg, catalog, store, wait.duration()?, stall, "drain").await?;
     let (ready_after, open_after) = spool_counts(&spool_dir)?;
     println!(
@@ -901,8 +903,8 @@ pub(crate) async fn ingest(
         files.len()
     );
     refuse_owned_spool(&cfg)?;
-    let catalog = open_catalog(&cfg, &target, Access::Create)?;
-    let store = store_target.open(Access::Create, cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::Create).await?;
+    let store = store_target.open(Access::Create, &cfg)?;
     let (left_over, _) = spool_counts(&cfg.raw.spool_dir)?;
     // Every flush of an ingest waits while it advances, up to this long
     // without progress.

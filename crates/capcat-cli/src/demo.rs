@@ -111,19 +111,13 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
     } else {
         Access::Create
     };
-    let catalog = catalog_target.open(
-        access,
-        &config.tables,
-        &config.protocol,
-        config.catalog_request_timeout,
-        config.catalog_connect_timeout,
-    )?;
+    let catalog = catalog_target.open(access, &config)?;
     loading.finish_with_message(format!(
         "catalog opened in {:.2?}",
         engine_started.elapsed()
     ));
 
-    let store = store_target.open(access, config.raw.allow_insecure_http)?;
+    let store = store_target.open(access, &config)?;
     if options.verify_only {
         return verify_only(&catalog, &store, &config, &options).await;
     }

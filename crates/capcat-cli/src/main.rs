@@ -54,9 +54,14 @@ pub(crate) struct Common {
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     /// The catalog: `embedded:<path>` (libchdb in this process, data at
-    /// <path>) or `http(s)://host:port` (a ClickHouse server); env
-    /// CAPCAT_CATALOG, else the file's catalog_url, else
-    /// `embedded:capcat-data/catalog`.
+    /// <path>) or `http(s)://host:port` (a ClickHouse server; plain http://
+    /// only on loopback unless allow_insecure_http); env CAPCAT_CATALOG,
+    /// else the file's catalog_url, else `embedded:capcat-data/catalog`.
+    /// Credentials have no flag (a flag shows in `ps`): env
+    /// CAPCAT_CATALOG_USER and CAPCAT_CATALOG_PASSWORD or
+    /// CAPCAT_CATALOG_PASSWORD_FILE, else the file's catalog_user and
+    /// catalog_password_file (or catalog_password); a private CA:
+    /// catalog_ca_file.
     #[arg(long, global = true)]
     catalog: Option<String>,
     /// The pack store: `local:<dir>` or

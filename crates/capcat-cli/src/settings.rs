@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use capcat_clickhouse::Password;
 use capcat_service::{ServiceConfig, ValidConfig};
 
 use crate::target::{CatalogTarget, StoreTarget};
@@ -29,6 +30,14 @@ pub(crate) const ENV_STORE: &str = "CAPCAT_STORE";
 pub(crate) const ENV_PREFIX: &str = "CAPCAT_PREFIX";
 /// The environment variable of `--spool`.
 pub(crate) const ENV_SPOOL: &str = "CAPCAT_SPOOL";
+/// The catalog user (config key `catalog_user`). Credentials have no flag:
+/// a flag's value shows in `ps` to every user of the machine.
+pub(crate) const ENV_CATALOG_USER: &str = "CAPCAT_CATALOG_USER";
+/// The catalog password (config key `catalog_password`).
+pub(crate) const ENV_CATALOG_PASSWORD: &str = "CAPCAT_CATALOG_PASSWORD";
+/// A file holding the catalog password (config key
+/// `catalog_password_file`).
+pub(crate) const ENV_CATALOG_PASSWORD_FILE: &str = "CAPCAT_CATALOG_PASSWORD_FILE";
 
 /// Where one setting's value came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +208,24 @@ impl Resolved {
                 },
             };
 
+        if let Some(user) = env(ENV_CATALOG_USER)? {
+            raw.catalog_user = Some(user);
+            overridden.insert("catalog_user", Source::Env(ENV_CATALOG_USER));
+        }
+        // A password from the environment replaces the file's, whichever
+        // form the file uses; the variable itself beats the file variable.
+        let password = match env(ENV_CATALOG_PASSWORD)? {
+            Some(password) => Some((Some(Password::new(password)), None, ENV_CATALOG_PASSWORD)),
+            None => env(ENV_CATALOG_PASSWORD_FILE)?
+                .map(|path| (None, Some(PathBuf::from(path)), ENV_CATALOG_PASSWORD_FILE)),
+        };
+        if let Some((password, file, var)) = password {
+            raw.catalog_password = password;
+            raw.catalog_password_file = file;
+            overridden.insert("catalog_password", Source::Env(var));
+            overridden.insert("catalog_password_file", Source::Env(var));
+        }
+
         let (store, store_source) = match pick(common.store.as_ref(), "--store", ENV_STORE)? {
             Some((text, source)) => {
                 let store = StoreTarget::parse(&text)?;
@@ -310,8 +337,16 @@ impl Resolved {
 fn overlay(base: &ServiceConfig, table: toml::Table) -> Result<ServiceConfig, CliError> {
     let parse = |detail: String| CliError::Config(capcat_service::ConfigError::Parse { detail });
     let mut merged = toml::Table::try_from(base).map_err(|e| parse(e.to_string()))?;
+    let file_sets_password = table.contains_key("catalog_password");
     merged.extend(table);
-    toml::Value::Table(merged)
+    let mut config: ServiceConfig = toml::Value::Table(merged)
         .try_into()
-        .map_err(|e: toml::de::Error| parse(e.to_string()))
+        .map_err(|e: toml::de::Error| parse(e.to_string()))?;
+    // A password serializes as `<redacted>`, so the base's own (never set
+    // by the CLI's defaults, but a default is free to) is carried over by
+    // value rather than through the table.
+    if !file_sets_password {
+        config.catalog_password.clone_from(&base.catalog_password);
+    }
+    Ok(config)
 }

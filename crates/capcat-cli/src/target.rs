@@ -1,11 +1,10 @@
 //! `--catalog` and `--store`: where the catalog and the packs live.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-use capcat_clickhouse::{Catalog, CatalogError, HttpOptions};
-use capcat_proto::{Config, Tables};
+use capcat_clickhouse::{Catalog, CatalogError, HttpOptions, Password};
 use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
+use capcat_service::ValidConfig;
 
 /// The signing region of an S3 store that names none.
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
@@ -145,21 +144,16 @@ impl CatalogTarget {
         })
     }
 
-    /// Opens the catalog under `tables` with the protocol configuration
-    /// `protocol` (loading libchdb, fetched when absent, for an embedded
-    /// catalog). The transport is capcat-clickhouse's business: the CLI
-    /// never sees it.
+    /// Opens the catalog of `cfg` (its tables, protocol configuration,
+    /// timeouts, credentials and TLS trust), loading libchdb, fetched when
+    /// absent, for an embedded catalog. The transport is capcat-clickhouse's
+    /// business: the CLI never sees it.
     ///
     /// # Errors
-    /// The engine cannot be loaded or the URL is refused.
-    pub(crate) fn open(
-        &self,
-        access: Access,
-        tables: &Tables,
-        protocol: &Config,
-        request_timeout: Duration,
-        connect_timeout: Duration,
-    ) -> Result<Catalog, TargetError> {
+    /// The engine cannot be loaded, the URL is refused, or the password
+    /// file cannot be read.
+    pub(crate) fn open(&self, access: Access, cfg: &ValidConfig) -> Result<Catalog, TargetError> {
+        let tables = &cfg.tables;
         let catalog = match self {
             Self::Embedded(path) => {
                 require_dir(access, "catalog", "--catalog", path)?;
@@ -170,16 +164,26 @@ impl CatalogTarget {
                 Catalog::embedded(path, tables.prefix())
             }
             Self::Http(url) => {
+                let raw = &cfg.raw;
+                let password = match (&raw.catalog_password, &raw.catalog_password_file) {
+                    (Some(password), _) => Some(password.clone()),
+                    (None, Some(path)) => Some(read_password_file(path)?),
+                    (None, None) => None,
+                };
                 let options = HttpOptions {
-                    request_timeout,
-                    connect_timeout,
+                    request_timeout: cfg.catalog_request_timeout,
+                    connect_timeout: cfg.catalog_connect_timeout,
+                    user: raw.catalog_user.clone(),
+                    password,
+                    ca_file: raw.catalog_ca_file.clone(),
+                    allow_insecure_http: raw.allow_insecure_http,
                     ..HttpOptions::default()
                 };
                 Catalog::http(url, tables.prefix(), options)
             }
         }
         .map_err(open_error)?;
-        Ok(catalog.with_config(protocol.clone()))
+        Ok(catalog.with_config(cfg.protocol.clone()))
     }
 
     /// The URL the service configuration validates, when there is one.
@@ -190,6 +194,29 @@ impl CatalogTarget {
             Self::Embedded(_) => None,
         }
     }
+}
+
+/// The password in `path`: its text without one trailing newline (`echo`
+/// writes one; a password that ends in a newline is not supported).
+///
+/// # Errors
+/// The file cannot be read, is not UTF-8, or holds nothing.
+fn read_password_file(path: &Path) -> Result<Password, TargetError> {
+    let refused = |reason: String| {
+        TargetError::Catalog(format!(
+            "catalog_password_file {}: {reason}",
+            path.display()
+        ))
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refused(e.to_string()))?;
+    let password = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    if password.is_empty() {
+        return Err(refused("the file is empty".to_owned()));
+    }
+    Ok(Password::new(password))
 }
 
 /// A catalog that did not open, worded as the engine or the HTTP client
@@ -243,11 +270,11 @@ impl StoreTarget {
 
     /// Opens the store. S3 credentials come from `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY`; a plain-HTTP endpoint is used only with
-    /// `allow_http` (the effective `allow_insecure_http`).
+    /// `allow_insecure_http`, and `s3_ca_file` adds a trusted CA.
     ///
     /// # Errors
     /// The directory cannot be created or the S3 configuration is refused.
-    pub(crate) fn open(&self, access: Access, allow_http: bool) -> Result<AnyStore, TargetError> {
+    pub(crate) fn open(&self, access: Access, cfg: &ValidConfig) -> Result<AnyStore, TargetError> {
         match self {
             Self::Local(dir) => {
                 require_dir(access, "store", "--store", dir)?;
@@ -266,7 +293,10 @@ impl StoreTarget {
                     bucket.clone(),
                     S3Credentials::Environment,
                 );
-                config.allow_http = allow_http;
+                // The flag also covers a plain catalog; S3 takes it only for
+                // a plain endpoint, where it means something.
+                config.allow_http = cfg.raw.allow_insecure_http && endpoint.starts_with("http://");
+                config.ca_file.clone_from(&cfg.raw.s3_ca_file);
                 S3Store::new(&config)
                     .map(AnyStore::from)
                     .map_err(|e| TargetError::Store(e.to_string()))

@@ -113,8 +113,8 @@ async fn check_pack(
 /// `capcat verify [--read-data]`.
 pub(crate) async fn verify(common: &Common, read_data: bool) -> Result<(), CliError> {
     let (cfg, target, store_target) = config(common)?;
-    let catalog = open_catalog(&cfg, &target, Access::ReadOnly)?;
-    let store = store_target.open(Access::ReadOnly, cfg.raw.allow_insecure_http)?;
+    let catalog = open_catalog(&cfg, &target, Access::ReadOnly).await?;
+    let store = store_target.open(Access::ReadOnly, &cfg)?;
     let admitted = catalog
         .admitted_packs()
         .await

@@ -33,6 +33,13 @@ pub enum ConfigError {
         /// What the parser said (it names the line and the field).
         detail: String,
     },
+    /// Both `catalog_password` and `catalog_password_file` are set: which
+    /// one is meant cannot be guessed.
+    #[error("catalog_password and catalog_password_file are both set; keep one")]
+    CatalogPasswordTwice,
+    /// `catalog_user` is set to the empty string.
+    #[error("catalog_user is empty; remove it to log in as the server's default user")]
+    EmptyCatalogUser,
     /// An interval or timeout is NaN or infinite.
     #[error("{field} = {} must be a finite number of seconds", Shown(*value))]
     NotFinite {
@@ -77,9 +84,11 @@ pub enum ConfigError {
         /// The rejected endpoint.
         value: String,
     },
-    /// `allow_insecure_http` is set with an `https://` endpoint, where every
-    /// request would be refused.
-    #[error("allow_insecure_http only pairs with an http:// s3_endpoint, not {endpoint:?}")]
+    /// `allow_insecure_http` is set with an `https://` S3 endpoint and no
+    /// `http://` catalog: nothing it could allow.
+    #[error(
+        "allow_insecure_http only pairs with an http:// s3_endpoint or catalog_url, not {endpoint:?}"
+    )]
     InsecureWithHttps {
         /// The endpoint.
         endpoint: String,
@@ -226,9 +235,27 @@ pub struct ServiceConfig {
     pub max_pack_payload_bytes: u64,
     /// The catalog's URL when it is a ClickHouse server.
     pub catalog_url: Option<String>,
+    /// The catalog user (the server's `default` when absent).
+    pub catalog_user: Option<String>,
+    /// The catalog password. Prefer [`Self::catalog_password_file`] (or the
+    /// CLI's `CAPCAT_CATALOG_PASSWORD`): a password in a shared file is a
+    /// password shared. It prints, and serializes, as `<redacted>`.
+    #[serde(with = "redacted_password", skip_serializing_if = "Option::is_none")]
+    pub catalog_password: Option<capcat_clickhouse::Password>,
+    /// A file holding the catalog password (one trailing newline is not
+    /// part of it). Not together with [`Self::catalog_password`].
+    pub catalog_password_file: Option<PathBuf>,
+    /// A PEM file of CA certificates trusted for an `https://` catalog
+    /// besides the system's roots (a private cluster's CA).
+    pub catalog_ca_file: Option<PathBuf>,
     /// The S3 endpoint when the store is S3.
     pub s3_endpoint: Option<String>,
-    /// Allow a plain-HTTP S3 endpoint.
+    /// A PEM file of CA certificates trusted for an `https://` S3 endpoint
+    /// besides the system's roots (a private CA).
+    pub s3_ca_file: Option<PathBuf>,
+    /// Allow plain HTTP where it would cross a network: an `http://` S3
+    /// endpoint, and an `http://` catalog on a host that is not loopback
+    /// (a loopback catalog needs no flag).
     pub allow_insecure_http: bool,
     /// Bytes one read may hydrate (0 allowed: only empty payloads).
     pub read_byte_limit: i64,
@@ -262,7 +289,12 @@ impl Default for ServiceConfig {
             max_pack_records: 4096,
             max_pack_payload_bytes: 1 << 30,
             catalog_url: None,
+            catalog_user: None,
+            catalog_password: None,
+            catalog_password_file: None,
+            catalog_ca_file: None,
             s3_endpoint: None,
+            s3_ca_file: None,
             allow_insecure_http: false,
             read_byte_limit: 1 << 32,
             read_request_limit: 100_000,
@@ -403,9 +435,21 @@ impl ServiceConfig {
         if let Some(url) = &self.catalog_url {
             endpoint("catalog_url", url)?;
         }
+        if self.catalog_password.is_some() && self.catalog_password_file.is_some() {
+            return Err(ConfigError::CatalogPasswordTwice);
+        }
+        if self.catalog_user.as_deref().is_some_and(str::is_empty) {
+            return Err(ConfigError::EmptyCatalogUser);
+        }
         if let Some(url) = &self.s3_endpoint {
             endpoint("s3_endpoint", url)?;
-            if self.allow_insecure_http && !url.starts_with("http://") {
+            // The flag is for plain endpoints: set beside only `https://`
+            // ones it says something the user did not mean.
+            let plain_catalog = self
+                .catalog_url
+                .as_deref()
+                .is_some_and(|c| c.starts_with("http://"));
+            if self.allow_insecure_http && !url.starts_with("http://") && !plain_catalog {
                 return Err(ConfigError::InsecureWithHttps {
                     endpoint: url.clone(),
                 });
@@ -489,6 +533,32 @@ impl ServiceConfig {
             reconcile_interval,
             status_interval,
         })
+    }
+}
+
+/// Serde for [`ServiceConfig::catalog_password`]: read as a string,
+/// written as `<redacted>`, so no dump of a configuration (`capcat
+/// settings`, a log line of it) carries the password.
+mod redacted_password {
+    use capcat_clickhouse::{Password, REDACTED};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    // Serde's `with` calls this with a reference to the field.
+    #[allow(clippy::ref_option)]
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Password>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(_) => serializer.serialize_str(REDACTED),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Password>, D::Error> {
+        Ok(Option::<String>::deserialize(deserializer)?.map(Password::new))
     }
 }
 
@@ -592,6 +662,47 @@ mod tests {
             .is_ok()
         );
         assert!(with(|c| c.s3_endpoint = Some("https://s3.example".into())).is_ok());
+        // The flag may be there for a plain catalog beside an HTTPS store.
+        assert!(
+            with(|c| {
+                c.s3_endpoint = Some("https://s3.example".into());
+                c.catalog_url = Some("http://catalog.lan:8123".into());
+                c.allow_insecure_http = true;
+            })
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_password_is_given_once_and_never_serialized() {
+        let config = ServiceConfig {
+            catalog_password: Some(capcat_clickhouse::Password::new("s3cr3t-value")),
+            ..ServiceConfig::default()
+        };
+        let shown = format!(
+            "{config:?} {}",
+            serde_json::to_string(&config).expect("a config serializes")
+        );
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        let parsed = ServiceConfig::parse_toml("catalog_password = \"from-file\"\n")
+            .expect("a password in the file parses");
+        assert_eq!(
+            parsed
+                .catalog_password
+                .as_ref()
+                .map(capcat_clickhouse::Password::expose),
+            Some("from-file")
+        );
+        assert_eq!(
+            ServiceConfig {
+                catalog_password_file: Some("/run/secrets/catalog".into()),
+                ..config
+            }
+            .validate()
+            .err(),
+            Some(ConfigError::CatalogPasswordTwice)
+        );
     }
 
     #[test]
