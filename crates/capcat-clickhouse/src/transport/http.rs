@@ -276,17 +276,31 @@ impl Http {
         })
     }
 
-    /// Sends `SELECT 1` and classifies a refusal ([`AccessError`]).
+    /// Sends capcat-proto's `schema.check_access` and classifies a refusal
+    /// ([`AccessError`]). Sent through the client directly, not through
+    /// [`Self::run`], because the refusal's reason is in the client
+    /// error's source chain, which a [`Failure`] no longer carries.
     async fn check(&self) -> Result<(), AccessError> {
+        let stmt = capcat_proto::schema::check_access();
         let probe = async {
             self.client
-                .query("SELECT 1")
-                .fetch_bytes("TSV")?
+                .query_raw(&stmt.sql)
+                .fetch_bytes(RESULT_FORMAT)?
                 .collect()
                 .await
         };
         let error = match tokio::time::timeout(self.request_timeout, probe).await {
-            Ok(Ok(_bytes)) => return Ok(()),
+            Ok(Ok(bytes)) => {
+                let Expect::Rows(columns) = &stmt.expect else {
+                    unreachable!("schema.check_access expects rows")
+                };
+                return decode_rows(columns, &bytes).map(drop).map_err(|failure| {
+                    AccessError::Failed {
+                        url: self.url.clone(),
+                        failure,
+                    }
+                });
+            }
             Ok(Err(error)) => error,
             Err(_elapsed) => {
                 return Err(AccessError::Failed {

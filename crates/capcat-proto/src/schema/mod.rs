@@ -26,6 +26,6 @@ pub use objects::{
     probed_names,
 };
 pub use probe::{
-    count_membership, parse_columns, parse_membership, parse_stamp, parse_tables, read_columns,
-    read_stamp, read_tables, stamp_statement,
+    check_access, count_membership, parse_columns, parse_membership, parse_stamp, parse_tables,
+    read_columns, read_stamp, read_tables, stamp_statement,
 };

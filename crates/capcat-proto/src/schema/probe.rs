@@ -16,6 +16,23 @@ fn consistent() -> Settings {
     }
 }
 
+/// `schema.check_access`: one constant row, reading no table. It decides
+/// nothing: a transport sends it first to learn whether the server accepts
+/// the connection at all (its certificate, the login), and names the
+/// refusal if not. Every user may run it.
+pub fn check_access() -> Statement {
+    Statement {
+        name: "schema.check_access",
+        sql: "SELECT toUInt64(1) AS n".to_owned(),
+        params: BTreeMap::new(),
+        settings: Settings::default(),
+        expect: Expect::Rows(vec![Column {
+            name: "n",
+            ty: ColumnType::UInt64,
+        }]),
+    }
+}
+
 /// `schema.read_tables`: name, engine and sorting key of every object under
 /// our names (and the legacy names) in the current database.
 pub fn read_tables(tables: &Tables) -> Statement {
