@@ -234,8 +234,7 @@ impl Http {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(options.connect_timeout));
         connector.set_nodelay(true);
-        let builder = HyperClient::builder(TokioExecutor::new());
-        let mut builder = builder;
+        let mut builder = HyperClient::builder(TokioExecutor::new());
         builder.pool_idle_timeout(POOL_IDLE_TIMEOUT);
         let client = match scheme {
             // A plain URL gets a plain connector: it can never be upgraded
