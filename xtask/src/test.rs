@@ -27,9 +27,7 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
 
     // Every crate's unit, property, model and live tests.
     let mut nextest = Command::new("cargo");
-    nextest
-        .args(["nextest", "run", "--workspace", "--profile", "ci"])
-        .args(extra);
+    nextest.args(NEXTEST_CI).args(extra);
     with_engines(&mut nextest);
     cache::run(&mut nextest)?;
 
@@ -40,23 +38,11 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     // embedded run above; this pass checks the transport, which every state
     // exercises alike, so a few hundred states (and every named edge case)
     // are enough and save about five minutes.
-    let mut over_http = Command::new("cargo");
-    over_http
-        // Selected by a filter over the workspace build rather than by
-        // `-p capcat-clickhouse`: cargo resolves features per selection, so
-        // a `-p` build recompiles the crates whose features differ (88 s in
-        // CI) instead of reusing the suite's binaries.
-        .args([
-            "nextest",
-            "run",
-            "--workspace",
-            "--profile",
-            "ci",
-            "-E",
-            "package(capcat-clickhouse) and (binary(live) or binary(fragments_live))",
-        ])
-        .env("CAPCAT_CATALOG_TRANSPORT", "http")
-        .env("CAPCAT_FRAGMENT_STATES", "300");
+    let mut over_http = catalog_pass(
+        "http",
+        "package(capcat-clickhouse) and (binary(live) or binary(fragments_live))",
+    );
+    over_http.env("CAPCAT_FRAGMENT_STATES", "300");
     with_engines(&mut over_http);
     cache::run(&mut over_http)?;
 
@@ -65,18 +51,7 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     // through `ca_file` and logging in (docs/security.md). The fragments'
     // test is left out: the pass above already ran it over HTTP, and TLS
     // changes the connector, not what a statement means.
-    let mut over_https = Command::new("cargo");
-    over_https
-        .args([
-            "nextest",
-            "run",
-            "--workspace",
-            "--profile",
-            "ci",
-            "-E",
-            "package(capcat-clickhouse) and binary(live)",
-        ])
-        .env("CAPCAT_CATALOG_TRANSPORT", "https");
+    let mut over_https = catalog_pass("https", "package(capcat-clickhouse) and binary(live)");
     with_engines(&mut over_https);
     cache::run(&mut over_https)?;
 
@@ -96,4 +71,23 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     // tree on demand.
     eprintln!("xtask test: every suite passed");
     Ok(())
+}
+
+/// `cargo nextest run` over the whole workspace with the CI profile.
+const NEXTEST_CI: [&str; 5] = ["nextest", "run", "--workspace", "--profile", "ci"];
+
+/// `cargo nextest run` of the tests `filter` selects, with the catalog
+/// suite's target set to `transport` (`CAPCAT_CATALOG_TRANSPORT`).
+///
+/// Selected by a filter over the workspace build rather than by `-p
+/// capcat-clickhouse`: cargo resolves features per selection, so a `-p`
+/// build recompiles the crates whose features differ (88 s in CI) instead
+/// of reusing the suite's binaries.
+fn catalog_pass(transport: &str, filter: &str) -> Command {
+    let mut command = Command::new("cargo");
+    command
+        .args(NEXTEST_CI)
+        .args(["-E", filter])
+        .env("CAPCAT_CATALOG_TRANSPORT", transport);
+    command
 }
