@@ -135,6 +135,30 @@ pub const CAPTURE_SORT_KEY: &[&str] = &[
     "pack_id",
 ];
 
+/// The physical `ORDER BY` of `{p}_capture_by_id`: the columns of
+/// [`CAPTURE_SORT_KEY`] with `capture_id` moved second, so a lookup of ids
+/// within a tenant is a primary-key range per id. The same columns as the
+/// descriptor table's key, only permuted, so ReplacingMergeTree collapses
+/// exactly the rows there that it collapses in `{p}_capture_raw`: the two
+/// tables resolve every capture alike whenever their merges run.
+pub const CAPTURE_BY_ID_SORT_KEY: &[&str] = &[
+    "tenant_id",
+    "capture_id",
+    "experiment_id",
+    "run_id",
+    "captured_at_ns",
+    "store_id",
+    "pack_id",
+];
+
+/// Rows per granule of `{p}_capture_by_id`. A lookup of `n` ids spread
+/// over the tenant reads at most `n` granules, so the granule, not the
+/// catalog, sets its cost: at the engine's default of 8,192 rows, 100 ids
+/// would read up to 819,200 rows; at 256, up to 25,600 (docs/benchmarks.md
+/// has the measured curve). The primary index grows to one mark per 256
+/// rows (39,063 marks at 10^7 captures), a few megabytes of memory.
+pub const CAPTURE_BY_ID_GRANULE: u64 = 256;
+
 /// The reader's `argMax` ordering key. `index_version` leads, so a later
 /// publish supersedes; `(store_id, pack_id)` makes it a total order over the
 /// rows of one capture, so the winner never depends on physical layout.

@@ -57,6 +57,18 @@ impl Tables {
     pub fn capture_raw(&self) -> String {
         self.name("capture_raw")
     }
+    /// `{p}_capture_by_id`: the same rows as `{p}_capture_raw`, ordered by
+    /// `(tenant_id, capture_id, ...)` in small granules, so a lookup by id
+    /// reads the granules of the ids it names and not a whole tenant.
+    pub fn capture_by_id(&self) -> String {
+        self.name("capture_by_id")
+    }
+    /// `{p}_capture_by_id_feed`: the materialized view that copies every
+    /// block inserted into `{p}_capture_raw` into `{p}_capture_by_id`, inside
+    /// the same INSERT.
+    pub fn capture_by_id_feed(&self) -> String {
+        self.name("capture_by_id_feed")
+    }
     /// `{p}_pack_inventory_raw`: the replay guard, written only after a publish.
     pub fn pack_inventory_raw(&self) -> String {
         self.name("pack_inventory_raw")

@@ -125,7 +125,7 @@ fn reader_golden_get_by_ids() {
         SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, tupleElement(resolved, 1) AS store_id, tupleElement(resolved, 2) AS pack_id, tupleElement(resolved, 3) AS index_version, tupleElement(resolved, 4) AS step, tupleElement(resolved, 5) AS tensor_name, tupleElement(resolved, 6) AS dtype, arrayStringConcat(arrayMap(x -> toString(x), tupleElement(resolved, 7)), ',') AS shape, tupleElement(resolved, 8) AS summary_version, tupleElement(resolved, 9) AS element_count, reinterpretAsUInt64(tupleElement(resolved, 10)) AS minimum, reinterpretAsUInt64(tupleElement(resolved, 11)) AS maximum, reinterpretAsUInt64(tupleElement(resolved, 12)) AS mean, reinterpretAsUInt64(tupleElement(resolved, 13)) AS l2_norm, reinterpretAsUInt64(tupleElement(resolved, 14)) AS abs_max, reinterpretAsUInt64(tupleElement(resolved, 15)) AS zero_fraction, tupleElement(resolved, 16) AS payload_offset, tupleElement(resolved, 17) AS payload_length, tupleElement(resolved, 18) AS payload_sha256
         FROM (
             SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, argMax(tuple(store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256), tuple(index_version, store_id, pack_id)) AS resolved
-            FROM cc_capture_raw
+            FROM cc_capture_by_id
             WHERE tenant_id = {tenant_id:String}
               AND capture_id IN {capture_ids:Array(UUID)}
               AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64})

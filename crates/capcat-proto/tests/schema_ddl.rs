@@ -2,7 +2,9 @@
 
 use std::collections::BTreeSet;
 
-use capcat_proto::descriptor::{CAPTURE_IDENTITY, CAPTURE_SORT_KEY};
+use capcat_proto::descriptor::{
+    CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_SORT_KEY, CAPTURE_IDENTITY, CAPTURE_SORT_KEY,
+};
 use capcat_proto::fragments::{MembershipBound, membership_predicate, published_pairs};
 use capcat_proto::schema::{
     CatalogObject, ObjectKind, count_membership, create_schema, drop_schema, read_columns,
@@ -57,6 +59,42 @@ fn schema_golden_ddl() {
         )
         ENGINE = ReplacingMergeTree(index_version)
         ORDER BY (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id);
+
+        -- schema.create_capture_by_id
+        CREATE TABLE IF NOT EXISTS cc_capture_by_id
+        (
+            tenant_id String,
+            experiment_id String,
+            run_id String,
+            captured_at_ns UInt64,
+            capture_id UUID,
+            store_id String,
+            pack_id UUID,
+            index_version UInt64,
+            step UInt64,
+            tensor_name String,
+            dtype String,
+            shape Array(UInt64),
+            summary_version UInt32,
+            element_count UInt64,
+            minimum Float64,
+            maximum Float64,
+            mean Float64,
+            l2_norm Float64,
+            abs_max Float64,
+            zero_fraction Float64,
+            payload_offset UInt64,
+            payload_length UInt64,
+            payload_sha256 String
+        )
+        ENGINE = ReplacingMergeTree(index_version)
+        ORDER BY (tenant_id, capture_id, experiment_id, run_id, captured_at_ns, store_id, pack_id)
+        SETTINGS index_granularity = 256;
+
+        -- schema.create_capture_by_id_feed
+        CREATE MATERIALIZED VIEW IF NOT EXISTS cc_capture_by_id_feed TO cc_capture_by_id
+        AS SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256
+        FROM cc_capture_raw;
 
         -- schema.create_pack_inventory_raw
         CREATE TABLE IF NOT EXISTS cc_pack_inventory_raw
@@ -178,6 +216,12 @@ fn schema_golden_drop() {
         -- schema.drop_pack_inventory_raw
         DROP TABLE IF EXISTS cc_pack_inventory_raw;
 
+        -- schema.drop_capture_by_id_feed
+        DROP VIEW IF EXISTS cc_capture_by_id_feed;
+
+        -- schema.drop_capture_by_id
+        DROP TABLE IF EXISTS cc_capture_by_id;
+
         -- schema.drop_capture_raw
         DROP TABLE IF EXISTS cc_capture_raw;
     "#]]
@@ -236,6 +280,8 @@ fn schema_drop_schema_and_the_ddl_cover_the_same_objects() {
     // object can be created by a statement elsewhere and missed here.
     for name in [
         t.capture_raw(),
+        t.capture_by_id(),
+        t.capture_by_id_feed(),
         t.pack_inventory_raw(),
         t.index_watermark(),
         t.snapshot_manifest(),
@@ -365,4 +411,87 @@ fn schema_only_names_are_spliced_into_ddl() {
     {
         assert!(statement.params.is_empty(), "{}", statement.name);
     }
+}
+
+/// The text between a CREATE TABLE's parentheses: its column list.
+fn column_block(sql: &str) -> &str {
+    let start = sql.find("\n(\n").expect("a column list") + 3;
+    let end = sql.find("\n)\n").expect("a column list's end");
+    &sql[start..end]
+}
+
+#[test]
+fn schema_the_lookup_table_is_the_descriptor_table_keyed_by_id() {
+    let t = tables();
+    let raw = CatalogObject::CaptureRaw.create(&t).sql;
+    let by_id = CatalogObject::CaptureById.create(&t).sql;
+    // The same columns, types and engine: a lookup resolves the rows a page
+    // resolves, and a merge collapses the same rows in both.
+    assert_eq!(column_block(&raw), column_block(&by_id));
+    assert!(
+        by_id.contains("ENGINE = ReplacingMergeTree(index_version)"),
+        "{by_id}"
+    );
+    // Its key is the descriptor key permuted, with the id second so a
+    // lookup is a primary-key range per id.
+    assert_eq!(&CAPTURE_BY_ID_SORT_KEY[..2], ["tenant_id", "capture_id"]);
+    let mut permuted = CAPTURE_BY_ID_SORT_KEY.to_vec();
+    let mut original = CAPTURE_SORT_KEY.to_vec();
+    permuted.sort_unstable();
+    original.sort_unstable();
+    assert_eq!(permuted, original);
+    assert!(
+        by_id.contains(&format!("ORDER BY ({})", CAPTURE_BY_ID_SORT_KEY.join(", "))),
+        "{by_id}"
+    );
+    assert!(
+        by_id.ends_with(&format!(
+            "\nSETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}"
+        )),
+        "{by_id}"
+    );
+}
+
+#[test]
+fn schema_the_feed_copies_every_descriptor_column_unfiltered() {
+    let t = tables();
+    let feed = CatalogObject::CaptureByIdFeed.create(&t).sql;
+    let columns: Vec<&str> = capcat_proto::CAPTURE_COLUMNS
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(
+        feed,
+        format!(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS cc_capture_by_id_feed TO cc_capture_by_id\n\
+             AS SELECT {}\nFROM cc_capture_raw",
+            columns.join(", ")
+        )
+    );
+    assert_eq!(CatalogObject::CaptureByIdFeed.kind(), ObjectKind::Feed);
+    assert!(ObjectKind::Feed.required_once_stamped());
+    assert!(ObjectKind::Feed.matches_engine("MaterializedView"));
+    assert!(!ObjectKind::Table.matches_engine("MaterializedView"));
+    assert!(!ObjectKind::View.matches_engine("MaterializedView"));
+}
+
+#[test]
+fn schema_the_feed_exists_before_any_row_can_be_written_and_is_dropped_first() {
+    let t = tables();
+    let created: Vec<String> = create_schema(&t)
+        .iter()
+        .map(|s| object_named(&s.sql))
+        .collect();
+    let at = |name: String| created.iter().position(|n| *n == name).expect("created");
+    let feed = at(t.capture_by_id_feed());
+    assert!(at(t.capture_raw()) < feed && at(t.capture_by_id()) < feed);
+    // The stamp table (and so the stamp that lets writers in) comes later.
+    assert!(feed < at(t.schema_version()));
+    let dropped: Vec<String> = drop_schema(&t)
+        .iter()
+        .map(|s| object_named(&s.sql))
+        .collect();
+    let at = |name: String| dropped.iter().position(|n| *n == name).expect("dropped");
+    let feed = at(t.capture_by_id_feed());
+    assert!(feed < at(t.capture_raw()) && feed < at(t.capture_by_id()));
 }

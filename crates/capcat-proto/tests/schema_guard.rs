@@ -20,6 +20,8 @@ fn s(text: &str) -> Value {
 
 const SORT_KEY: &str =
     "tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id";
+const BY_ID_SORT_KEY: &str =
+    "tenant_id, capture_id, experiment_id, run_id, captured_at_ns, store_id, pack_id";
 const OLD_SORT_KEY: &str = "tenant_id, experiment_id, run_id, captured_at_ns, capture_id";
 
 /// What `system.tables` reports for a catalog this build created.
@@ -29,6 +31,8 @@ fn current_table_rows(t: &Tables) -> Vec<(String, String, String)> {
         .map(|o| {
             let (engine, key) = match o {
                 CatalogObject::CaptureRaw => ("ReplacingMergeTree", SORT_KEY),
+                CatalogObject::CaptureById => ("ReplacingMergeTree", BY_ID_SORT_KEY),
+                CatalogObject::CaptureByIdFeed => ("MaterializedView", ""),
                 CatalogObject::PackInventoryRaw => ("ReplacingMergeTree", "store_id, pack_id"),
                 CatalogObject::IndexWatermark => ("MergeTree", "index_version, publish_id"),
                 CatalogObject::SnapshotManifest => {
@@ -216,6 +220,8 @@ fn schema_an_older_ddl_catalog_is_described_by_what_it_holds() {
     assert_eq!(
         found.missing,
         BTreeSet::from([
+            t.capture_by_id(),
+            t.capture_by_id_feed(),
             t.version_claims(),
             t.publisher_lease(),
             t.demand_events(),
@@ -240,7 +246,8 @@ fn schema_an_older_ddl_catalog_is_described_by_what_it_holds() {
         "`cc_snapshot_manifest` present",
         "`cc_index_watermark` lacks it",
         "`cc_snapshot_manifest` lacks it",
-        "absent: `cc_demand_events`, `cc_publisher_lease`, `cc_schema_version`, `cc_version_claims`",
+        "absent: `cc_capture_by_id`, `cc_capture_by_id_feed`, `cc_demand_events`, \
+         `cc_publisher_lease`, `cc_schema_version`, `cc_version_claims`",
         "What is NOT wrong: the membership table `cc_snapshot_manifest` exists",
         "DROP TABLE IF EXISTS cc_pack_commit_log",
         "`cc_pack_inventory_raw` included",
@@ -400,6 +407,79 @@ fn schema_a_stamped_catalog_missing_a_table_is_refused() {
             missing: BTreeSet::from([t.publisher_lease()])
         }
     );
+}
+
+/// A version-1 catalog (before the lookup table and its feed) is refused as
+/// another version: its descriptor rows never reached a lookup table, so
+/// creating one now would hide every capture from `get_by_ids`.
+#[test]
+fn schema_a_version_one_catalog_without_the_lookup_table_is_refused_with_the_rebuild() {
+    let t = tables();
+    let rows = without(
+        &without(&current_table_rows(&t), &t.capture_by_id()),
+        &t.capture_by_id_feed(),
+    );
+    let columns: Vec<(String, String)> = current_column_rows(&t)
+        .into_iter()
+        .filter(|(table, _)| *table != t.capture_by_id())
+        .collect();
+    let r = refusal(judge(
+        &t,
+        &observed(
+            &rows,
+            &columns,
+            StampState::Versions(BTreeSet::from([1])),
+            healthy_counts(),
+        ),
+    ));
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(
+        r.diagnosis,
+        Diagnosis::OtherVersion {
+            found: BTreeSet::from([1]),
+            required: SCHEMA_VERSION
+        }
+    );
+    assert!(r.to_string().contains("reconcile every pack"), "{r}");
+}
+
+/// The feed holds no rows, yet a stamped catalog without it is refused like
+/// one missing a table: its lookup table stopped receiving rows, and
+/// recreating the feed would not bring back the ones it missed.
+#[test]
+fn schema_a_stamped_catalog_missing_its_feed_is_refused() {
+    let t = tables();
+    let rows = without(&current_table_rows(&t), &t.capture_by_id_feed());
+    let r = refusal(judge(
+        &t,
+        &observed(&rows, &current_column_rows(&t), stamped(), healthy_counts()),
+    ));
+    assert_eq!(
+        r.diagnosis,
+        Diagnosis::MissingTables {
+            stamp: StampSeen::Current,
+            missing: BTreeSet::from([t.capture_by_id_feed()])
+        }
+    );
+}
+
+/// A plain view where the feed should stand is of the wrong kind: it would
+/// copy nothing.
+#[test]
+fn schema_a_plain_view_under_the_feeds_name_is_the_wrong_kind() {
+    let t = tables();
+    let mut rows = without(&current_table_rows(&t), &t.capture_by_id_feed());
+    rows.push((t.capture_by_id_feed(), "View".to_owned(), String::new()));
+    let r = refusal(judge(
+        &t,
+        &observed(&rows, &current_column_rows(&t), stamped(), healthy_counts()),
+    ));
+    match r.diagnosis {
+        Diagnosis::WrongKind { objects } => {
+            assert_eq!(objects[&t.capture_by_id_feed()].expected, ObjectKind::Feed);
+        }
+        other => panic!("expected the wrong kind, got {other:?}"),
+    }
 }
 
 #[test]

@@ -60,6 +60,7 @@ fn arb_observed() -> impl Strategy<Value = Observed> {
                 let ours = CatalogObject::ALL.iter().find(|o| o.name(&t) == *name);
                 let right = match ours.map(|o| o.kind()) {
                     Some(ObjectKind::View) => "View",
+                    Some(ObjectKind::Feed) => "MaterializedView",
                     _ => "MergeTree",
                 };
                 let engine = match (ours, how) {
@@ -118,6 +119,10 @@ proptest! {
                             for c in object.required_columns() {
                                 prop_assert!(observed.columns.get(&name).is_some_and(|s| s.contains(c)));
                             }
+                        }
+                        ObjectKind::Feed => {
+                            let found = observed.objects.get(&name);
+                            prop_assert!(found.is_some_and(|o| o.engine == "MaterializedView"), "{name}");
                         }
                         ObjectKind::View => {
                             prop_assert_eq!(missing_views.contains(&name), !observed.objects.contains_key(&name));

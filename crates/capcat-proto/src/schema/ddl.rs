@@ -5,7 +5,9 @@
 //! table ([`crate::descriptor`]), which the reader's projection is generated
 //! from as well, so the two cannot disagree about what a capture row holds.
 
-use crate::descriptor::{CAPTURE_COLUMNS, CAPTURE_SORT_KEY};
+use crate::descriptor::{
+    CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_SORT_KEY, CAPTURE_COLUMNS, CAPTURE_SORT_KEY,
+};
 use crate::fragments::MembershipBound;
 use crate::schema::objects::CatalogObject;
 use crate::tables::Tables;
@@ -79,12 +81,16 @@ const SCHEMA_VERSION_COLUMNS: [ColumnDef; 2] = [col("version", "UInt64"), stampe
 /// The names of the columns `object` must carry, in DDL order.
 pub(crate) fn column_names(object: CatalogObject) -> Vec<&'static str> {
     match object {
-        CatalogObject::CaptureRaw => CAPTURE_COLUMNS.iter().map(|c| c.name).collect(),
+        CatalogObject::CaptureRaw | CatalogObject::CaptureById => {
+            CAPTURE_COLUMNS.iter().map(|c| c.name).collect()
+        }
         CatalogObject::DemandEvents => crate::demand::storage::COLUMNS
             .iter()
             .map(|(name, _)| *name)
             .collect(),
-        CatalogObject::CaptureView | CatalogObject::PackInventoryView => Vec::new(),
+        CatalogObject::CaptureView
+        | CatalogObject::PackInventoryView
+        | CatalogObject::CaptureByIdFeed => Vec::new(),
         table => fixed_columns(table).iter().map(|c| c.name).collect(),
     }
 }
@@ -98,6 +104,8 @@ fn fixed_columns(object: CatalogObject) -> &'static [ColumnDef] {
         CatalogObject::PublisherLease => &LEASE_COLUMNS,
         CatalogObject::SchemaVersion => &SCHEMA_VERSION_COLUMNS,
         CatalogObject::CaptureRaw
+        | CatalogObject::CaptureById
+        | CatalogObject::CaptureByIdFeed
         | CatalogObject::DemandEvents
         | CatalogObject::CaptureView
         | CatalogObject::PackInventoryView => &[],
@@ -126,18 +134,22 @@ fn fixed_table(name: &str, columns: &[ColumnDef], engine: &str) -> String {
 pub(crate) fn create_sql(object: CatalogObject, tables: &Tables) -> String {
     let name = object.name(tables);
     match object {
-        CatalogObject::CaptureRaw => {
-            let cols = column_list(
-                CAPTURE_COLUMNS
-                    .iter()
-                    .map(|c| (c.name.to_owned(), c.clickhouse_type.to_owned())),
-            );
-            format!(
-                "CREATE TABLE IF NOT EXISTS {name}\n(\n{cols}\n)\n\
-                 ENGINE = ReplacingMergeTree(index_version)\nORDER BY ({})",
-                CAPTURE_SORT_KEY.join(", ")
-            )
-        }
+        CatalogObject::CaptureRaw => capture_table(&name, CAPTURE_SORT_KEY, ""),
+        CatalogObject::CaptureById => capture_table(
+            &name,
+            CAPTURE_BY_ID_SORT_KEY,
+            &format!("\nSETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}"),
+        ),
+        CatalogObject::CaptureByIdFeed => format!(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS {name} TO {}\nAS SELECT {}\nFROM {}",
+            tables.capture_by_id(),
+            CAPTURE_COLUMNS
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+            tables.capture_raw()
+        ),
         CatalogObject::PackInventoryRaw => fixed_table(
             &name,
             &PACK_INVENTORY_COLUMNS,
@@ -180,6 +192,23 @@ pub(crate) fn create_sql(object: CatalogObject, tables: &Tables) -> String {
             tables.pack_inventory_raw()
         ),
     }
+}
+
+/// A table of descriptor rows (`{p}_capture_raw` or `{p}_capture_by_id`):
+/// the descriptor columns, ReplacingMergeTree on `index_version`, ordered by
+/// `sort_key`. Both tables share this one definition, so the copy cannot
+/// drift from the original in a column or in what a merge collapses.
+fn capture_table(name: &str, sort_key: &[&str], settings: &str) -> String {
+    let cols = column_list(
+        CAPTURE_COLUMNS
+            .iter()
+            .map(|c| (c.name.to_owned(), c.clickhouse_type.to_owned())),
+    );
+    format!(
+        "CREATE TABLE IF NOT EXISTS {name}\n(\n{cols}\n)\n\
+         ENGINE = ReplacingMergeTree(index_version)\nORDER BY ({}){settings}",
+        sort_key.join(", ")
+    )
 }
 
 /// `{p}_capture`: published descriptor rows, engine-deduplicated.

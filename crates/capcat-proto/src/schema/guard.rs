@@ -20,7 +20,11 @@ use crate::tables::Tables;
 /// Every build of Capcat stamps its catalog, so a catalog without a stamp
 /// table was not created by Capcat's `ensure_schema` (or an install stopped
 /// before creating the stamp table).
-pub const SCHEMA_VERSION: u64 = 1;
+///
+/// Version 2 added `{p}_capture_by_id` and its feed: a version-1 catalog
+/// has descriptor rows the lookup table never received, so it is refused
+/// and rebuilt from the store like any other incompatible catalog.
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// One object as `system.tables` reports it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -406,7 +410,7 @@ pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
 
     let missing_tables: BTreeSet<String> = ours
         .iter()
-        .filter(|(o, name)| o.kind() == ObjectKind::Table && !present.contains(name))
+        .filter(|(o, name)| o.kind().required_once_stamped() && !present.contains(name))
         .map(|(_, name)| name.clone())
         .collect();
     if !missing_tables.is_empty() {

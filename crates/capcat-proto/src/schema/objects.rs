@@ -17,6 +17,11 @@ pub enum ObjectKind {
     Table,
     /// A plain view: it holds no rows and is recreated outright.
     View,
+    /// A materialized view writing into one of our tables: it holds no rows
+    /// of its own, but a catalog that lost it has a table that stopped
+    /// receiving rows, so it is required like a table and never recreated
+    /// over live data.
+    Feed,
 }
 
 impl ObjectKind {
@@ -24,25 +29,38 @@ impl ObjectKind {
     pub fn keyword(self) -> &'static str {
         match self {
             Self::Table => "TABLE",
-            Self::View => "VIEW",
+            Self::View | Self::Feed => "VIEW",
         }
     }
 
     /// Whether `engine`, as `system.tables` reports it, is this kind.
     ///
-    /// A `MaterializedView` is neither: it holds rows in an inner table and
-    /// is not what any of our names should carry.
+    /// A `MaterializedView` is only ever a [`ObjectKind::Feed`]: under a
+    /// table's or a plain view's name it is a foreign object.
     pub fn matches_engine(self, engine: &str) -> bool {
         match self {
             Self::View => engine == "View",
+            Self::Feed => engine == "MaterializedView",
             Self::Table => engine.ends_with("MergeTree"),
+        }
+    }
+
+    /// Whether a stamped catalog must already hold the object: tables hold
+    /// rows, and a feed that went missing left its table without rows it
+    /// should hold. Plain views are reinstalled on every run instead.
+    pub fn required_once_stamped(self) -> bool {
+        match self {
+            Self::Table | Self::Feed => true,
+            Self::View => false,
         }
     }
 }
 
 /// Every object of the catalog, in creation order.
 ///
-/// Tables come first because the views read them; the stamp table comes
+/// Tables come first because the views read them; the feed right after the
+/// two tables it joins, so it exists before any row can be written (the
+/// stamp that lets writers in comes last); the stamp table comes
 /// after the data tables so that a present stamp table means the data tables
 /// were all created; the views come last. The stamp *row* is written after
 /// all of them (see [`crate::schema::stamp_statement`]).
@@ -50,6 +68,10 @@ impl ObjectKind {
 pub enum CatalogObject {
     /// `{p}_capture_raw`.
     CaptureRaw,
+    /// `{p}_capture_by_id`.
+    CaptureById,
+    /// `{p}_capture_by_id_feed` (materialized view).
+    CaptureByIdFeed,
     /// `{p}_pack_inventory_raw`.
     PackInventoryRaw,
     /// `{p}_index_watermark`.
@@ -73,8 +95,10 @@ pub enum CatalogObject {
 impl CatalogObject {
     /// Every object, in creation order. [`drop_schema`] drops them in the
     /// reverse order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::CaptureRaw,
+        Self::CaptureById,
+        Self::CaptureByIdFeed,
         Self::PackInventoryRaw,
         Self::IndexWatermark,
         Self::SnapshotManifest,
@@ -90,6 +114,8 @@ impl CatalogObject {
     pub fn name(self, tables: &Tables) -> String {
         match self {
             Self::CaptureRaw => tables.capture_raw(),
+            Self::CaptureById => tables.capture_by_id(),
+            Self::CaptureByIdFeed => tables.capture_by_id_feed(),
             Self::PackInventoryRaw => tables.pack_inventory_raw(),
             Self::IndexWatermark => tables.index_watermark(),
             Self::SnapshotManifest => tables.snapshot_manifest(),
@@ -106,6 +132,7 @@ impl CatalogObject {
     pub fn kind(self) -> ObjectKind {
         match self {
             Self::CaptureView | Self::PackInventoryView => ObjectKind::View,
+            Self::CaptureByIdFeed => ObjectKind::Feed,
             _ => ObjectKind::Table,
         }
     }
@@ -138,6 +165,8 @@ impl CatalogObject {
     fn create_name(self) -> &'static str {
         match self {
             Self::CaptureRaw => "schema.create_capture_raw",
+            Self::CaptureById => "schema.create_capture_by_id",
+            Self::CaptureByIdFeed => "schema.create_capture_by_id_feed",
             Self::PackInventoryRaw => "schema.create_pack_inventory_raw",
             Self::IndexWatermark => "schema.create_index_watermark",
             Self::SnapshotManifest => "schema.create_snapshot_manifest",
@@ -153,6 +182,8 @@ impl CatalogObject {
     fn drop_name(self) -> &'static str {
         match self {
             Self::CaptureRaw => "schema.drop_capture_raw",
+            Self::CaptureById => "schema.drop_capture_by_id",
+            Self::CaptureByIdFeed => "schema.drop_capture_by_id_feed",
             Self::PackInventoryRaw => "schema.drop_pack_inventory_raw",
             Self::IndexWatermark => "schema.drop_index_watermark",
             Self::SnapshotManifest => "schema.drop_snapshot_manifest",
