@@ -12,7 +12,8 @@
 //! Environment: `CAPCAT_LIBCHDB` (skips without it); `CAPCAT_SCALE_SIZES`
 //! (comma-separated capture counts, default `10000,100000,1000000,10000000`);
 //! `CAPCAT_SCALE_ROUNDS` (rounds per figure, default 7); `CAPCAT_SCALE_SVG`
-//! (where the plot goes, default `docs/scaling.svg` in the workspace).
+//! (where the plot goes, default `docs/scaling.svg` in the workspace);
+//! `CAPCAT_SCALE_KEEP` (set: keep the catalog's directory and print where).
 //!
 //! `cargo bench -p capcat-clickhouse --bench scale`.
 
@@ -123,6 +124,9 @@ struct Bench {
     sample: Vec<Uuid>,
     rounds: usize,
     figures: Vec<Figure>,
+    /// Active parts of each descriptor table when a size was measured:
+    /// what a read in key order merges, so what a first page's cost follows.
+    parts: Vec<(u64, u64, u64)>,
 }
 
 impl Bench {
@@ -174,7 +178,8 @@ impl Bench {
         }
     }
 
-    /// The rows of `capture_raw` the engine plans to read for `stmt`, after
+    /// The descriptor rows (`capture_raw` or `capture_by_id`) the engine
+    /// plans to read for `stmt`, after
     /// its primary-key analysis (`EXPLAIN ESTIMATE`): the measure of whether
     /// a read's work grows with the catalog. (libchdb keeps no query log, so
     /// a statement's peak memory cannot be read back.)
@@ -210,13 +215,19 @@ impl Bench {
                 return None;
             }
         };
-        let raw = self.catalog.tables().capture_raw();
+        // A page reads the descriptor table, a lookup its copy keyed by id.
+        let descriptor_tables = [
+            self.catalog.tables().capture_raw(),
+            self.catalog.tables().capture_by_id(),
+        ];
         Some(
             rows.0
                 .iter()
                 .filter_map(|row| match row.as_slice() {
                     [_, Value::String(table), _, Value::UInt64(n), _]
-                        if raw.ends_with(table.as_str()) =>
+                        if descriptor_tables
+                            .iter()
+                            .any(|t| t.ends_with(table.as_str())) =>
                     {
                         Some(*n)
                     }
@@ -224,6 +235,40 @@ impl Bench {
                 })
                 .sum(),
         )
+    }
+
+    /// The active parts of `capture_raw` and `capture_by_id`.
+    async fn active_parts(&self) -> (u64, u64) {
+        let tables = self.catalog.tables();
+        let sql = format!(
+            "SELECT countIf(table = '{}') AS raw, countIf(table = '{}') AS by_id FROM system.parts \
+             WHERE database = currentDatabase() AND active",
+            tables.capture_raw(),
+            tables.capture_by_id()
+        );
+        let stmt = raw(
+            &sql,
+            Expect::Rows(vec![
+                Column {
+                    name: "raw",
+                    ty: ColumnType::UInt64,
+                },
+                Column {
+                    name: "by_id",
+                    ty: ColumnType::UInt64,
+                },
+            ]),
+        );
+        let rows = self
+            .catalog
+            .transport()
+            .execute(&stmt)
+            .await
+            .expect("system.parts");
+        match rows.0.first().map(Vec::as_slice) {
+            Some([Value::UInt64(raw), Value::UInt64(by_id)]) => (*raw, *by_id),
+            other => panic!("system.parts answered {other:?}"),
+        }
     }
 
     /// Times `rounds` runs of `op` and records the figure.
@@ -712,6 +757,14 @@ fn main() {
         .tempdir()
         .expect("temp dir");
     let engine = Engine::open(dir.path()).expect("engine");
+    // Kept for a look with other tools afterwards; removed otherwise.
+    let _dir = if std::env::var_os("CAPCAT_SCALE_KEEP").is_some() {
+        eprintln!("scale: the catalog stays in {}", dir.path().display());
+        let _ = dir.keep();
+        None
+    } else {
+        Some(dir)
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -730,6 +783,7 @@ fn main() {
             sample: Vec::new(),
             rounds,
             figures: Vec::new(),
+            parts: Vec::new(),
         };
         let started = Instant::now();
         for &size in &sizes {
@@ -739,10 +793,16 @@ fn main() {
                 bench.packs * PACK_RECORDS,
                 started.elapsed().as_secs_f64()
             );
+            let parts = bench.active_parts().await;
+            eprintln!("scale: {size:>9} active parts (capture_raw, capture_by_id): {parts:?}");
+            bench.parts.push((size, parts.0, parts.1));
             bench.measure_size(size).await;
         }
         let table = bench.table(&sizes);
         println!("\nmedian (and p90) per operation; sizes are captures before the index passes added theirs\n\n{table}");
+        for (size, raw, by_id) in &bench.parts {
+            println!("active parts at {}: capture_raw {raw}, capture_by_id {by_id}", size_label(*size));
+        }
         std::fs::write(&svg_path, svg(&bench, &sizes)).expect("write the plot");
         eprintln!("scale: plot written to {}", svg_path.display());
         bench.lease.release().await.expect("release");
