@@ -143,11 +143,7 @@ pub(crate) fn create_sql(object: CatalogObject, tables: &Tables) -> String {
         CatalogObject::CaptureByIdFeed => format!(
             "CREATE MATERIALIZED VIEW IF NOT EXISTS {name} TO {}\nAS SELECT {}\nFROM {}",
             tables.capture_by_id(),
-            CAPTURE_COLUMNS
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", "),
+            column_names(CatalogObject::CaptureRaw).join(", "),
             tables.capture_raw()
         ),
         CatalogObject::PackInventoryRaw => fixed_table(
@@ -222,11 +218,10 @@ fn capture_table(name: &str, sort_key: &[&str], settings: &str) -> String {
 /// identity: a capture described by two packs is two published rows, and
 /// choosing between them (supersession) belongs to the reader alone.
 fn capture_view_sql(tables: &Tables) -> String {
-    let columns: Vec<&str> = CAPTURE_COLUMNS.iter().map(|c| c.name).collect();
     format!(
         "CREATE OR REPLACE VIEW {} AS\nSELECT {}\nFROM {} FINAL\nWHERE {}",
         tables.capture_view(),
-        columns.join(", "),
+        column_names(CatalogObject::CaptureRaw).join(", "),
         tables.capture_raw(),
         crate::fragments::membership_predicate(tables, MembershipBound::Published)
     )
