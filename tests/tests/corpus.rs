@@ -72,10 +72,75 @@ fn check_counterexample(design: Design) {
         .unwrap_or_else(|| panic!("{} is not a rejected design", design.name()));
     let doc =
         counterexample(design, cfg, property).unwrap_or_else(|e| panic!("{}: {e}", design.name()));
+    assert_characteristic_steps(design, &doc);
     assert_committed(
         &Path::new("counterexamples").join(format!("{}.json", design.name())),
         &doc,
     );
+}
+
+/// The steps, in order, that make a design's counterexample the flaw it
+/// records, for the designs whose search runs only here (model-check's
+/// publication tests leave these searches of minutes to this check). A
+/// regenerated corpus that loses one of them has found another flaw, which
+/// needs a reader's judgement before it is committed.
+fn characteristic_steps(design: Design) -> &'static [&'static str] {
+    match design {
+        // A claim retry of p1 lands above p0's live renewal and holds beside
+        // it; p0's commit row lands after the reader pinned p1's snapshot.
+        Design::OwnTermReadBack => &[
+            "EvaluateGuard publish.insert_commit_row of p0",
+            "ClaimLease p1 (lease.insert_claim, jitter 1)",
+            "LandRows publish.insert_commit_row of p1",
+            "PinSnapshot",
+            "LandRows publish.insert_commit_row of p0",
+        ],
+        // A commit row abandoned at the cap passes a fence its holder's
+        // later renewal extended and lands under a pinned snapshot.
+        Design::LeaseIdFence => &[
+            "KillAtCap publish.insert_commit_row of p0",
+            "EvaluateGuard publish.insert_commit_row of p0",
+            "PinSnapshot",
+            "LandRows publish.insert_commit_row of p0",
+        ],
+        // The holder acts at once after the timeout; the abandoned commit
+        // row lands under a snapshot pinned after its next publish.
+        Design::NoSettleAfterTimeout => &[
+            "KillAtCap publish.insert_commit_row of p0",
+            "EvaluateGuard publish.insert_commit_row of p0",
+            "PinSnapshot",
+            "LandRows publish.insert_commit_row of p0",
+        ],
+        // A commit row lands after its client timed out; the pass runs
+        // again at a version it never publishes, below a W pinned since.
+        Design::UnpublishedRowsResolve => &[
+            "KillAtCap publish.insert_commit_row of p0",
+            "LandRows publish.insert_commit_row of p0",
+            "LandRows publish.insert_commit_row of p1",
+            "PinSnapshot",
+            "ReadBackVersion p0 (allocate.read_claims)",
+        ],
+        _ => &[],
+    }
+}
+
+/// Fails unless `doc`'s steps contain [`characteristic_steps`] in order.
+fn assert_characteristic_steps(design: Design, doc: &Json) {
+    let actions: Vec<&str> = doc["steps"]
+        .as_array()
+        .expect("a counterexample has steps")
+        .iter()
+        .map(|step| step["action"].as_str().expect("a step names its action"))
+        .collect();
+    let mut rest = actions.iter();
+    for wanted in characteristic_steps(design) {
+        assert!(
+            rest.any(|action| action == wanted),
+            "{}: the counterexample lost {wanted:?} (in order) from\n{}",
+            design.name(),
+            actions.join("\n")
+        );
+    }
 }
 
 /// One test per rejected design, and a test that the list is the whole of
@@ -258,4 +323,33 @@ fn regenerate_the_trace_corpus() {
     std::fs::rename(&staging, &dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let _ = std::fs::remove_dir_all(&old);
     println!("{}: replaced by the export", dir.display());
+}
+
+/// The committed files keep the steps that make each flaw what it is (read
+/// from the files, so this holds between regenerations too).
+#[test]
+fn the_committed_counterexamples_keep_their_characteristic_steps() {
+    for (design, ..) in rejected_designs() {
+        let path = committed_corpus()
+            .join("counterexamples")
+            .join(format!("{}.json", design.name()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let doc: Json = serde_json::from_str(&text).expect("the corpus is JSON");
+        assert_characteristic_steps(design, &doc);
+    }
+}
+
+/// A trace without one of those steps is refused.
+#[test]
+#[should_panic(expected = "lost \"PinSnapshot\"")]
+fn a_counterexample_without_a_characteristic_step_is_refused() {
+    let path = committed_corpus().join("counterexamples/LeaseIdFence.json");
+    let text = std::fs::read_to_string(&path).expect("the committed LeaseIdFence trace");
+    let mut doc: Json = serde_json::from_str(&text).expect("the corpus is JSON");
+    doc["steps"]
+        .as_array_mut()
+        .expect("steps")
+        .retain(|step| step["action"] != "PinSnapshot");
+    assert_characteristic_steps(Design::LeaseIdFence, &doc);
 }
