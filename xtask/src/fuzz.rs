@@ -31,7 +31,7 @@ const DEFAULT_SECONDS: u64 = 30;
 /// of fuzzing. cargo-fuzz compiles with one codegen unit by default: the
 /// fastest targets, and the slowest build (a cold build of every target
 /// and of capcat-service's dependency tree took 16 min 36 s here). With 16
-/// units it took 10 min 8 s; a short run (CI's 15 s per target) gains more
+/// units it took 10 min 8 s; a short run (CI's 10 s per target) gains more
 /// from those six minutes than it loses in executions per second. Longer
 /// runs are campaigns and keep the single unit. The two builds live in
 /// separate target directories, so switching between them rebuilds
