@@ -151,13 +151,32 @@ pub const CAPTURE_BY_ID_SORT_KEY: &[&str] = &[
     "pack_id",
 ];
 
-/// Rows per granule of `{p}_capture_by_id`. A lookup of `n` ids spread
-/// over the tenant reads at most `n` granules, so the granule, not the
-/// catalog, sets its cost: at the engine's default of 8,192 rows, 100 ids
-/// would read up to 819,200 rows; at 256, up to 25,600 (docs/benchmarks.md
-/// has the measured curve). The primary index grows to one mark per 256
-/// rows (39,063 marks at 10^7 captures), a few megabytes of memory.
-pub const CAPTURE_BY_ID_GRANULE: u64 = 256;
+/// The `PRIMARY KEY` of `{p}_capture_by_id`: the prefix of
+/// [`CAPTURE_BY_ID_SORT_KEY`] a lookup filters on. The engine keeps one
+/// entry of the primary key in memory per granule; the rest of the sort key
+/// still orders the rows and decides what a merge collapses, but nothing
+/// searches on it, so it need not be held in memory.
+pub const CAPTURE_BY_ID_PRIMARY_KEY: &[&str] = &["tenant_id", "capture_id"];
+
+/// Rows per granule of `{p}_capture_by_id`. A lookup of `n` ids spread over
+/// the tenant reads `n` granules, so the granule, not the catalog, sets its
+/// cost: at the engine's default of 8,192 rows, 100 ids would read up to
+/// 819,200 rows; at 64, up to 6,400. Measured on a catalog of 10^6
+/// captures (docs/benchmarks.md), 100 ids took 62 ms at 256 rows a granule
+/// and 42 to 44 ms at 64 with the block sizes below; 32 was no faster. The
+/// primary index has one entry per 64 rows, 24 bytes each for the two
+/// columns of [`CAPTURE_BY_ID_PRIMARY_KEY`]: about 4 MB at 10^7 captures.
+pub const CAPTURE_BY_ID_GRANULE: u64 = 64;
+
+/// `min_compress_block_size` and `max_compress_block_size` of
+/// `{p}_capture_by_id`, in bytes. The engine compresses a column in blocks
+/// of at least 64 KiB by default, many granules each, and a read of one
+/// granule decompresses its whole block, once per column: a lookup of 100
+/// ids would decompress about 100 x 23 blocks of 64 KiB to use a few
+/// hundred bytes of each. Blocks of 1 to 8 KiB hold one or two granules of
+/// 64 rows; the table takes about 1.7 times the space of the default (39
+/// against 23 MB per 10^6 captures).
+pub const CAPTURE_BY_ID_COMPRESS_BLOCK: (u64, u64) = (1_024, 8_192);
 
 /// The reader's `argMax` ordering key. `index_version` leads, so a later
 /// publish supersedes; `(store_id, pack_id)` makes it a total order over the

@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 
 use capcat_proto::descriptor::{
-    CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_SORT_KEY, CAPTURE_IDENTITY, CAPTURE_SORT_KEY,
+    CAPTURE_BY_ID_COMPRESS_BLOCK, CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_PRIMARY_KEY,
+    CAPTURE_BY_ID_SORT_KEY, CAPTURE_IDENTITY, CAPTURE_SORT_KEY,
 };
 use capcat_proto::fragments::{MembershipBound, membership_predicate, published_pairs};
 use capcat_proto::schema::{
@@ -89,7 +90,8 @@ fn schema_golden_ddl() {
         )
         ENGINE = ReplacingMergeTree(index_version)
         ORDER BY (tenant_id, capture_id, experiment_id, run_id, captured_at_ns, store_id, pack_id)
-        SETTINGS index_granularity = 256;
+        PRIMARY KEY (tenant_id, capture_id)
+        SETTINGS index_granularity = 64, min_compress_block_size = 1024, max_compress_block_size = 8192;
 
         -- schema.create_capture_by_id_feed
         CREATE MATERIALIZED VIEW IF NOT EXISTS cc_capture_by_id_feed TO cc_capture_by_id
@@ -444,10 +446,21 @@ fn schema_the_lookup_table_is_the_descriptor_table_keyed_by_id() {
         by_id.contains(&format!("ORDER BY ({})", CAPTURE_BY_ID_SORT_KEY.join(", "))),
         "{by_id}"
     );
+    // Only the id's prefix is searched, so only it is the primary key; the
+    // granules and compressed blocks are small, so a lookup reads little
+    // beside each id.
+    assert_eq!(CAPTURE_BY_ID_PRIMARY_KEY, &CAPTURE_BY_ID_SORT_KEY[..2]);
+    let (min_block, max_block) = CAPTURE_BY_ID_COMPRESS_BLOCK;
     assert!(
         by_id.ends_with(&format!(
-            "\nSETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}"
+            "\nPRIMARY KEY (tenant_id, capture_id)\n\
+             SETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}, \
+             min_compress_block_size = {min_block}, max_compress_block_size = {max_block}"
         )),
+        "{by_id}"
+    );
+    assert!(
+        CAPTURE_BY_ID_GRANULE <= 256 && max_block <= 64 * 1024,
         "{by_id}"
     );
 }

@@ -6,7 +6,8 @@
 //! from as well, so the two cannot disagree about what a capture row holds.
 
 use crate::descriptor::{
-    CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_SORT_KEY, CAPTURE_COLUMNS, CAPTURE_SORT_KEY,
+    CAPTURE_BY_ID_COMPRESS_BLOCK, CAPTURE_BY_ID_GRANULE, CAPTURE_BY_ID_PRIMARY_KEY,
+    CAPTURE_BY_ID_SORT_KEY, CAPTURE_COLUMNS, CAPTURE_SORT_KEY,
 };
 use crate::fragments::MembershipBound;
 use crate::schema::objects::CatalogObject;
@@ -135,11 +136,18 @@ pub(crate) fn create_sql(object: CatalogObject, tables: &Tables) -> String {
     let name = object.name(tables);
     match object {
         CatalogObject::CaptureRaw => capture_table(&name, CAPTURE_SORT_KEY, ""),
-        CatalogObject::CaptureById => capture_table(
-            &name,
-            CAPTURE_BY_ID_SORT_KEY,
-            &format!("\nSETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}"),
-        ),
+        CatalogObject::CaptureById => {
+            let (min_block, max_block) = CAPTURE_BY_ID_COMPRESS_BLOCK;
+            capture_table(
+                &name,
+                CAPTURE_BY_ID_SORT_KEY,
+                &format!(
+                    "\nPRIMARY KEY ({})\nSETTINGS index_granularity = {CAPTURE_BY_ID_GRANULE}, \
+                     min_compress_block_size = {min_block}, max_compress_block_size = {max_block}",
+                    CAPTURE_BY_ID_PRIMARY_KEY.join(", ")
+                ),
+            )
+        }
         CatalogObject::CaptureByIdFeed => format!(
             "CREATE MATERIALIZED VIEW IF NOT EXISTS {name} TO {}\nAS SELECT {}\nFROM {}",
             tables.capture_by_id(),
@@ -192,9 +200,10 @@ pub(crate) fn create_sql(object: CatalogObject, tables: &Tables) -> String {
 
 /// A table of descriptor rows (`{p}_capture_raw` or `{p}_capture_by_id`):
 /// the descriptor columns, ReplacingMergeTree on `index_version`, ordered by
-/// `sort_key`. Both tables share this one definition, so the copy cannot
+/// `sort_key`, then `layout` (a `PRIMARY KEY` and settings, or nothing).
+/// Both tables share this one definition, so the copy cannot
 /// drift from the original in a column or in what a merge collapses.
-fn capture_table(name: &str, sort_key: &[&str], settings: &str) -> String {
+fn capture_table(name: &str, sort_key: &[&str], layout: &str) -> String {
     let cols = column_list(
         CAPTURE_COLUMNS
             .iter()
@@ -202,7 +211,7 @@ fn capture_table(name: &str, sort_key: &[&str], settings: &str) -> String {
     );
     format!(
         "CREATE TABLE IF NOT EXISTS {name}\n(\n{cols}\n)\n\
-         ENGINE = ReplacingMergeTree(index_version)\nORDER BY ({}){settings}",
+         ENGINE = ReplacingMergeTree(index_version)\nORDER BY ({}){layout}",
         sort_key.join(", ")
     )
 }
