@@ -35,6 +35,8 @@ use uuid::Uuid;
 const PACK_RECORDS: u64 = 4_096;
 
 const PASS_PACKS: u64 = 16;
+/// The longest wait for the engine's merges before measuring a size.
+const SETTLE_LIMIT: Duration = Duration::from_secs(600);
 const TENANTS: u64 = 4;
 /// Records of one step of one run: 8 ranks x 24 layers x 3 tensors.
 const PER_STEP: u64 = 8 * 24 * 3;
@@ -107,7 +109,13 @@ struct Figure {
     size: u64,
     median: Duration,
     p90: Duration,
-    /// The `capture_raw` rows the engine plans to read, for reads.
+    /// The descriptor rows the engine plans to read after its primary-key
+    /// analysis (`EXPLAIN ESTIMATE`), for reads.
+    rows_planned: Option<u64>,
+    /// The rows of every table the engine did read in one more run of the
+    /// operation (`system.events` `SelectedRows` before and after), for
+    /// reads: a read in key order stops at its `LIMIT`, so this, not the
+    /// plan, is its work.
     rows_read: Option<u64>,
 }
 
@@ -237,6 +245,69 @@ impl Bench {
         )
     }
 
+    /// The engine's count of rows read by SELECTs since it started
+    /// (`system.events` `SelectedRows`; merges are not counted). The bench
+    /// runs one statement at a time, so a difference is one operation's.
+    async fn selected_rows(&self) -> u64 {
+        let stmt = raw(
+            "SELECT toUInt64(sum(value)) AS n FROM system.events WHERE event = 'SelectedRows'",
+            Expect::Rows(vec![Column {
+                name: "n",
+                ty: ColumnType::UInt64,
+            }]),
+        );
+        let rows = self
+            .catalog
+            .transport()
+            .execute(&stmt)
+            .await
+            .expect("system.events");
+        match rows.0.first().map(Vec::as_slice) {
+            Some([Value::UInt64(n)]) => *n,
+            other => panic!("system.events answered {other:?}"),
+        }
+    }
+
+    /// Waits until the engine runs no merge of this catalog's tables, two
+    /// polls in a row a second apart, for at most [`SETTLE_LIMIT`]. A load
+    /// leaves merges running for a minute or more; measured under them, a
+    /// read shares the two cores with the merges and reads more parts than
+    /// the catalog will have once they finish, which is the state a catalog
+    /// spends its life in. The figures are of that settled catalog.
+    async fn settle(&self) {
+        let stmt = raw(
+            "SELECT toUInt64(count()) AS n FROM system.merges WHERE database = currentDatabase()",
+            Expect::Rows(vec![Column {
+                name: "n",
+                ty: ColumnType::UInt64,
+            }]),
+        );
+        let started = Instant::now();
+        let mut quiet_polls = 0;
+        while quiet_polls < 2 {
+            if started.elapsed() > SETTLE_LIMIT {
+                eprintln!("scale: merges still running after {SETTLE_LIMIT:?}; measuring anyway");
+                return;
+            }
+            let rows = self
+                .catalog
+                .transport()
+                .execute(&stmt)
+                .await
+                .expect("system.merges");
+            let running = match rows.0.first().map(Vec::as_slice) {
+                Some([Value::UInt64(n)]) => *n,
+                other => panic!("system.merges answered {other:?}"),
+            };
+            quiet_polls = if running == 0 { quiet_polls + 1 } else { 0 };
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        eprintln!(
+            "scale: merges settled after {:.0} s; measuring",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
     /// The active parts of `capture_raw` and `capture_by_id`.
     async fn active_parts(&self) -> (u64, u64) {
         let tables = self.catalog.tables();
@@ -292,9 +363,22 @@ impl Bench {
         }
         samples.sort();
         let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-        let rows_read = match &plan {
-            Some(stmt) => self.rows_estimate(stmt).await,
-            None => None,
+        let (rows_planned, rows_read) = match &plan {
+            Some(stmt) => {
+                let planned = self.rows_estimate(stmt).await;
+                // Reading the counter reads rows of `system.events` too:
+                // two reads back to back measure that, to take it off.
+                let first = self.selected_rows().await;
+                let before = self.selected_rows().await;
+                op(0).await;
+                let after = self.selected_rows().await;
+                let own = before.saturating_sub(first);
+                (
+                    planned,
+                    Some(after.saturating_sub(before).saturating_sub(own)),
+                )
+            }
+            None => (None, None),
         };
         eprintln!("scale: {size:>9} {what}: {:.2} ms", ms(at(0.5)));
         self.figures.push(Figure {
@@ -302,6 +386,7 @@ impl Bench {
             size,
             median: at(0.5),
             p90: at(0.9),
+            rows_planned,
             rows_read,
         });
     }
@@ -528,7 +613,7 @@ impl Bench {
     }
 
     /// The figures as a Markdown table: one row per operation, one column
-    /// per size (median, and the engine's peak memory where known).
+    /// per size (median, rows planned and read, p90).
     fn table(&self, sizes: &[u64]) -> String {
         let mut out = String::from("| Operation |");
         for size in sizes {
@@ -545,8 +630,11 @@ impl Bench {
                 match self.figure(what, *size) {
                     Some(f) => {
                         let _ = write!(out, " {:.1} ms", ms(f.median));
-                        if let Some(n) = f.rows_read {
+                        if let Some(n) = f.rows_planned {
                             let _ = write!(out, ", {n} rows planned");
+                        }
+                        if let Some(n) = f.rows_read {
+                            let _ = write!(out, ", {n} read");
                         }
                         let _ = write!(out, " (p90 {:.1}) |", ms(f.p90));
                     }
@@ -598,6 +686,7 @@ fn push_samples(
         size,
         median: at(0.5),
         p90: at(0.9),
+        rows_planned: None,
         rows_read: None,
     });
 }
@@ -789,10 +878,11 @@ fn main() {
         for &size in &sizes {
             bench.grow_to(size).await;
             eprintln!(
-                "scale: {} captures loaded ({:.0} s); measuring",
+                "scale: {} captures loaded ({:.0} s)",
                 bench.packs * PACK_RECORDS,
                 started.elapsed().as_secs_f64()
             );
+            bench.settle().await;
             let parts = bench.active_parts().await;
             eprintln!("scale: {size:>9} active parts (capture_raw, capture_by_id): {parts:?}");
             bench.parts.push((size, parts.0, parts.1));
