@@ -8,6 +8,9 @@
 //! of 1,000 steps, bf16, f16 and f32 tensors. Every 64th pack is indexed once
 //! more from a second store and every 128th pack again from its own, so that
 //! resolution (one row per capture, the latest) has work at every size.
+//! Before measuring a size the bench waits for the engine's merges to
+//! finish; each read reports the rows the engine planned to read and the
+//! rows it did read.
 //!
 //! Environment: `CAPCAT_LIBCHDB` (skips without it); `CAPCAT_SCALE_SIZES`
 //! (comma-separated capture counts, default `10000,100000,1000000,10000000`);
