@@ -252,8 +252,16 @@ impl Bench {
     /// (`system.events` `SelectedRows`; merges are not counted). The bench
     /// runs one statement at a time, so a difference is one operation's.
     async fn selected_rows(&self) -> u64 {
-        let stmt = raw(
+        self.count(
             "SELECT toUInt64(sum(value)) AS n FROM system.events WHERE event = 'SelectedRows'",
+        )
+        .await
+    }
+
+    /// Runs `sql`, a read of one `UInt64` column `n` in one row.
+    async fn count(&self, sql: &str) -> u64 {
+        let stmt = raw(
+            sql,
             Expect::Rows(vec![Column {
                 name: "n",
                 ty: ColumnType::UInt64,
@@ -264,10 +272,10 @@ impl Bench {
             .transport()
             .execute(&stmt)
             .await
-            .expect("system.events");
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         match rows.0.first().map(Vec::as_slice) {
             Some([Value::UInt64(n)]) => *n,
-            other => panic!("system.events answered {other:?}"),
+            other => panic!("{sql} answered {other:?}"),
         }
     }
 
@@ -278,31 +286,23 @@ impl Bench {
     /// the catalog will have once they finish, which is the state a catalog
     /// spends its life in. The figures are of that settled catalog.
     async fn settle(&self) {
-        let stmt = raw(
-            "SELECT toUInt64(count()) AS n FROM system.merges WHERE database = currentDatabase()",
-            Expect::Rows(vec![Column {
-                name: "n",
-                ty: ColumnType::UInt64,
-            }]),
-        );
         let started = Instant::now();
         let mut quiet_polls = 0;
-        while quiet_polls < 2 {
+        loop {
             if started.elapsed() > SETTLE_LIMIT {
                 eprintln!("scale: merges still running after {SETTLE_LIMIT:?}; measuring anyway");
                 return;
             }
-            let rows = self
-                .catalog
-                .transport()
-                .execute(&stmt)
-                .await
-                .expect("system.merges");
-            let running = match rows.0.first().map(Vec::as_slice) {
-                Some([Value::UInt64(n)]) => *n,
-                other => panic!("system.merges answered {other:?}"),
-            };
+            let running = self
+                .count(
+                    "SELECT toUInt64(count()) AS n FROM system.merges \
+                     WHERE database = currentDatabase()",
+                )
+                .await;
             quiet_polls = if running == 0 { quiet_polls + 1 } else { 0 };
+            if quiet_polls == 2 {
+                break;
+            }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         eprintln!(
