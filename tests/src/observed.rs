@@ -47,6 +47,7 @@ fn statement(sql: String, columns: &[(&'static str, ColumnType)]) -> Statement {
                 .map(|(name, ty)| Column { name, ty: *ty })
                 .collect(),
         ),
+        data: None,
     }
 }
 

@@ -252,6 +252,7 @@ impl RecordingTransport {
                 name: "n",
                 ty: capcat_proto::statement::ColumnType::UInt64,
             }]),
+            data: None,
         };
         if let Ok(Rows(rows)) = self.inner.execute(&probe).await
             && rows

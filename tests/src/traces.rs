@@ -27,7 +27,9 @@ use capcat_model_check::publication::state::Phase;
 use capcat_model_check::publication::{Action, Design, ModelConfig, PublicationModel, State};
 use capcat_model_check::run::shortest_counterexample;
 use capcat_proto::descriptor::Locator;
-use capcat_proto::{CaptureDescriptor, Expect, IndexPass, Input, Machine, Statement, Step};
+use capcat_proto::{
+    CaptureDescriptor, Expect, IndexPass, Input, InsertData, Machine, Statement, Step,
+};
 use serde_json::{Value as Json, json};
 use stateright::Model;
 
@@ -199,7 +201,7 @@ fn statement_json(stmt: &Statement, sql: &mut SqlTable) -> Json {
         Expect::Nothing => json!("nothing"),
         Expect::Rows(columns) => json!(columns.iter().map(|c| c.name).collect::<Vec<_>>()),
     };
-    json!({
+    let mut j = json!({
         "name": stmt.name,
         "sql_ref": sql.reference(&stmt.sql),
         "params": params,
@@ -208,7 +210,18 @@ fn statement_json(stmt: &Statement, sql: &mut SqlTable) -> Json {
             "max_execution_time_s": stmt.settings.max_execution_time_s,
         },
         "expect": expect,
-    })
+    });
+    // An INSERT's data, byte for byte, so a native writer can compare the
+    // body it sends as well as the text.
+    if let Some(data) = &stmt.data {
+        let hex: String = data.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        j["data"] = json!({
+            "format": InsertData::FORMAT,
+            "rows": data.rows(),
+            "hex": hex,
+        });
+    }
+    j
 }
 
 /// The statement a publisher's machine asks for next (after `draw`).

@@ -112,6 +112,24 @@ impl Request {
         self
     }
 
+    /// An INSERT written the way the HTTP interface takes one: the
+    /// statement ends in `FORMAT <name>` and `data` follows it in that
+    /// format (`INSERT INTO t (a, b) FORMAT RowBinary`). The FORMAT clause
+    /// is split off the text and the rest becomes [`Self::insert_data`].
+    ///
+    /// # Errors
+    /// [`ChdbError::InvalidInput`] when the text is not an INSERT ending in
+    /// a FORMAT clause: the data would otherwise have nowhere to go.
+    pub fn insert(sql: &str, data: Vec<u8>) -> Result<Self, ChdbError> {
+        let Some((statement, format)) = split_insert_format(sql.as_bytes()) else {
+            return Err(ChdbError::InvalidInput {
+                what: "INSERT with data (it must end in FORMAT <name>)",
+                value: sql.chars().take(200).collect(),
+            });
+        };
+        Ok(Self::from_bytes(statement.to_vec()).insert_data(format, data))
+    }
+
     /// The SQL text (bytes).
     pub fn sql(&self) -> &[u8] {
         &self.sql
@@ -158,6 +176,43 @@ impl Request {
     }
 }
 
+/// Splits `INSERT ... FORMAT <name>` into the statement without its FORMAT
+/// clause and the format name; `INSERT ... VALUES` gives format `Values`.
+/// `None` for anything else.
+pub(crate) fn split_insert_format(sql: &[u8]) -> Option<(&[u8], String)> {
+    let trimmed = sql.trim_ascii();
+    let trimmed = trimmed
+        .strip_suffix(b";")
+        .unwrap_or(trimmed)
+        .trim_ascii_end();
+    let first_word_end = trimmed
+        .iter()
+        .position(|b| !b.is_ascii_alphabetic())
+        .unwrap_or(trimmed.len());
+    if !trimmed[..first_word_end].eq_ignore_ascii_case(b"INSERT") {
+        return None;
+    }
+    let (before, last) = split_last_word(trimmed)?;
+    if last.eq_ignore_ascii_case(b"VALUES") {
+        return Some((before, "Values".to_owned()));
+    }
+    let (statement, keyword) = split_last_word(before)?;
+    if !keyword.eq_ignore_ascii_case(b"FORMAT")
+        || !last.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    {
+        return None;
+    }
+    let name = String::from_utf8(last.to_vec()).ok()?;
+    Some((statement, name))
+}
+
+/// `(text before the last word, trimmed; the last word)`.
+fn split_last_word(text: &[u8]) -> Option<(&[u8], &[u8])> {
+    let text = text.trim_ascii_end();
+    let start = text.iter().rposition(u8::is_ascii_whitespace)? + 1;
+    Some((text[..start].trim_ascii_end(), &text[start..]))
+}
+
 /// `[A-Za-z_][A-Za-z0-9_]*`: what ClickHouse accepts as a setting,
 /// parameter or format name without quoting.
 pub(crate) fn is_identifier(name: &str) -> bool {
@@ -201,6 +256,42 @@ pub(crate) fn quote_identifier(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insert_format_is_split_off() {
+        let (statement, format) =
+            split_insert_format(b"INSERT INTO db.t(a,b) FORMAT RowBinary").expect("split");
+        assert_eq!(
+            (statement, format.as_str()),
+            (&b"INSERT INTO db.t(a,b)"[..], "RowBinary")
+        );
+        let (statement, format) = split_insert_format(b" insert into t values ; ").expect("split");
+        assert_eq!(
+            (statement, format.as_str()),
+            (&b"insert into t"[..], "Values")
+        );
+        assert_eq!(split_insert_format(b"SELECT 1 FORMAT JSON"), None);
+        assert_eq!(split_insert_format(b"INSERT INTO t SELECT 1"), None);
+        assert_eq!(split_insert_format(b"INSERT"), None);
+        assert_eq!(split_insert_format(b""), None);
+    }
+
+    #[test]
+    fn an_insert_with_data_must_end_in_a_format_clause() {
+        let r = Request::insert("INSERT INTO t (a) FORMAT RowBinary", vec![1]).expect("insert");
+        assert_eq!(r.sql(), b"INSERT INTO t (a)");
+        assert_eq!(
+            r.insert_data,
+            Some(InsertData {
+                format: "RowBinary".to_owned(),
+                bytes: vec![1]
+            })
+        );
+        assert!(matches!(
+            Request::insert("SELECT 1", vec![]),
+            Err(ChdbError::InvalidInput { .. })
+        ));
+    }
 
     #[test]
     fn identifiers() {

@@ -218,6 +218,7 @@ impl Bench {
                 u64_column("rows"),
                 u64_column("marks"),
             ]),
+            data: None,
         };
         let rows = match self.catalog.transport().execute(&explain).await {
             Ok(rows) => rows,
@@ -701,6 +702,7 @@ fn raw(sql: &str, expect: Expect) -> Statement {
         params: std::collections::BTreeMap::new(),
         settings: capcat_proto::statement::Settings::default(),
         expect,
+        data: None,
     }
 }
 

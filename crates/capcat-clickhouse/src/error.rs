@@ -258,13 +258,16 @@ fn index_error_is_outage(error: &IndexError) -> bool {
 /// Anything not listed counts as an outage (see [`CatalogError::is_outage`]),
 /// so a misconfigured or half-dropped catalog never sets packs aside.
 ///
-/// The packs' values travel only as query parameters (the descriptor rows
-/// are one TabSeparated `String` parameter parsed by `format()`), never in
-/// the SQL text, and the text is the protocol's own. So SYNTAX_ERROR (62),
-/// TOO_BIG_AST (167) and TOO_DEEP_AST (168) can no longer be caused by a
-/// pack, however large (max_query_size bounds the text, which no value
-/// enters): they mean the statement itself is wrong, an outage that must
-/// not set packs aside, and are not listed.
+/// The packs' values travel as the descriptor INSERT's `RowBinary` data,
+/// never in the SQL text nor in a parameter, and the text is the
+/// protocol's own. So SYNTAX_ERROR (62), TOO_BIG_AST (167), TOO_DEEP_AST
+/// (168) and BAD_QUERY_PARAMETER (457) can no longer be caused by a pack,
+/// however large: they mean the statement itself is wrong, an outage that
+/// must not set packs aside, and are not listed. What data can still be
+/// refused for: a string or an array over the server's limits
+/// (TOO_LARGE_STRING_SIZE, TOO_LARGE_ARRAY_SIZE), and the parse and range
+/// errors a server applies to values, kept in case a server's input format
+/// checks them.
 pub const VALUE_REFUSAL_CODES: &[u32] = &[
     6,   // CANNOT_PARSE_TEXT
     26,  // CANNOT_PARSE_QUOTED_STRING
@@ -275,16 +278,10 @@ pub const VALUE_REFUSAL_CODES: &[u32] = &[
     53,  // TYPE_MISMATCH
     69,  // ARGUMENT_OUT_OF_BOUND
     72,  // CANNOT_PARSE_NUMBER
-    131, // TOO_LARGE_STRING_SIZE
+    128, // TOO_LARGE_ARRAY_SIZE: a shape with more dimensions than the server takes.
+    131, // TOO_LARGE_STRING_SIZE: a string over `format_binary_max_string_size`.
     321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE: a value outside its column's type.
     376, // CANNOT_PARSE_UUID
-    // BAD_QUERY_PARAMETER: a parameter's value does not parse as its
-    // declared type. The only parameters that carry pack data are the
-    // descriptor rows, so this refuses the packs' values and counts against
-    // them (halving finds the culprit; a renderer bug refusing every batch
-    // would show as every pack refused alone, named in rejected_packs,
-    // still in the store and recoverable by reconcile).
-    457,
 ];
 
 /// Whether a statement failure is an outage: everything but a server
@@ -351,7 +348,7 @@ mod tests {
     #[test]
     fn only_an_index_statement_refusing_values_is_not_an_outage() {
         // Value refusals count against the packs.
-        for code in [27, 321, 457] {
+        for code in [27, 131, 321] {
             assert!(
                 !CatalogError::Index(statement(server(code))).is_outage(),
                 "{code}"
@@ -368,6 +365,7 @@ mod tests {
         // MEMORY_LIMIT_EXCEEDED (the server's state) neither.
         for outage in [
             server(62),
+            server(457),
             server(60),
             server(241),
             Failure::Timeout,

@@ -7,6 +7,13 @@
 /// under the server's `max_query_size` whatever the batch size.
 pub const MAX_CHUNK: usize = 1000;
 
+/// The most rows one INSERT sends as its data (descriptor rows, in
+/// `RowBinary`; see [`crate::InsertData`]). Data is not a parameter, so
+/// [`MAX_CHUNK`] does not bound it: 65,536 rows is an index pass of 16
+/// packs of 4,096 records in one statement. The data's size is bounded
+/// too ([`crate::descriptor::MAX_INSERT_DATA_BYTES`]).
+pub const MAX_INSERT_ROWS: usize = 65_536;
+
 /// Nanoseconds per second.
 const NS_PER_S: u64 = 1_000_000_000;
 
@@ -92,6 +99,13 @@ pub enum ConfigError {
         /// The rejected chunk size.
         chunk: usize,
     },
+    /// The bound on rows per INSERT's data is zero or above
+    /// [`MAX_INSERT_ROWS`].
+    #[error("rows per insert {rows} must be between 1 and {MAX_INSERT_ROWS}")]
+    BadInsertRows {
+        /// The rejected bound.
+        rows: usize,
+    },
 }
 
 /// The validated protocol configuration.
@@ -104,6 +118,7 @@ pub struct Config {
     max_allocate_attempts: u32,
     max_publish_attempts: u32,
     chunk: usize,
+    insert_rows: usize,
 }
 
 impl Config {
@@ -137,6 +152,7 @@ impl Config {
             max_allocate_attempts: DEFAULT_MAX_ALLOCATE_ATTEMPTS,
             max_publish_attempts: DEFAULT_MAX_PUBLISH_ATTEMPTS,
             chunk: MAX_CHUNK,
+            insert_rows: MAX_INSERT_ROWS,
         };
         cfg.check_margin()
     }
@@ -194,6 +210,17 @@ impl Config {
         Ok(self)
     }
 
+    /// Sets the most rows one INSERT sends as data (1..=[`MAX_INSERT_ROWS`]);
+    /// smaller bounds exist for tests and models, which want several
+    /// descriptor INSERTs from a few rows.
+    pub fn with_insert_rows(mut self, rows: usize) -> Result<Self, ConfigError> {
+        if rows == 0 || rows > MAX_INSERT_ROWS {
+            return Err(ConfigError::BadInsertRows { rows });
+        }
+        self.insert_rows = rows;
+        Ok(self)
+    }
+
     /// Lease time-to-live in nanoseconds (server clock).
     pub fn lease_ttl_ns(&self) -> u64 {
         self.lease_ttl_ns
@@ -226,6 +253,11 @@ impl Config {
     /// Tuples per statement.
     pub fn chunk(&self) -> usize {
         self.chunk
+    }
+
+    /// The most rows one INSERT sends as its data.
+    pub fn insert_rows(&self) -> usize {
+        self.insert_rows
     }
 }
 

@@ -42,5 +42,7 @@ pub use index::{IndexError, IndexPass, IndexReport};
 pub use lease::{Lease, LeaseClaim, LeaseError, LeaseHead, Release};
 pub use machine::{Failure, Input, Machine, Step};
 pub use publish::{LostRace, PackRef, Publish, PublishError, PublishOutcome};
-pub use statement::{Column, ColumnType, Expect, Param, Rows, Settings, Statement, Value};
+pub use statement::{
+    Column, ColumnType, Expect, InsertData, Param, Rows, Settings, Statement, Value,
+};
 pub use tables::{InvalidPrefix, Tables};

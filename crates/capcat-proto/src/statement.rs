@@ -4,6 +4,9 @@
 //! (`{name:Type}`) and the values travel beside it in [`Statement::params`].
 //! A statement also carries its settings and the shape of the rows it
 //! expects, so an adapter can execute it without knowing what it means.
+//! An INSERT of many rows carries them as [`InsertData`]: the request's
+//! data, sent after the statement in a binary format, never as text inside
+//! the SQL or a parameter.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +27,54 @@ pub struct Statement {
     pub settings: Settings,
     /// What the statement returns.
     pub expect: Expect,
+    /// The rows an INSERT sends as its data, in [`InsertData::FORMAT`]; the
+    /// SQL then ends in `FORMAT RowBinary` and names every column it fills.
+    /// `None` for every other statement.
+    pub data: Option<InsertData>,
+}
+
+/// Rows an INSERT sends after its statement, as the request's data (the
+/// HTTP body; libchdb's insert data), in [`InsertData::FORMAT`].
+///
+/// Why not a parameter: a parameter travels as text, which the server
+/// parses as a constant before the INSERT starts (the cost that dominated
+/// an index pass), and over HTTP in the request URL, whose size the server
+/// caps. Data is streamed into the table's blocks as it arrives. These rows
+/// need no guard: descriptor rows are inert until a publish admits their
+/// pack, so nothing about them is decided by the statement's text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InsertData {
+    /// Capture descriptor rows, every column of
+    /// [`crate::descriptor::CAPTURE_COLUMNS`] in order
+    /// ([`crate::descriptor::CaptureDescriptor::write_row_binary`]).
+    Descriptors(Vec<crate::descriptor::CaptureDescriptor>),
+}
+
+impl InsertData {
+    /// The input format the data is written in, as the SQL names it.
+    pub const FORMAT: &'static str = "RowBinary";
+
+    /// How many rows the data holds.
+    pub fn rows(&self) -> usize {
+        match self {
+            Self::Descriptors(rows) => rows.len(),
+        }
+    }
+
+    /// The data's bytes in [`Self::FORMAT`].
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Descriptors(rows) => {
+                let len = rows.iter().map(|r| r.row_binary_len()).sum();
+                let mut out = Vec::with_capacity(len);
+                for row in rows {
+                    row.write_row_binary(&mut out);
+                }
+                out
+            }
+        }
+    }
 }
 
 impl Statement {
@@ -83,11 +134,6 @@ pub enum Param {
     Uuids(Vec<Uuid>),
     /// `Array(Tuple(String, UUID))`: (store_id, pack_id) pairs.
     StorePacks(Vec<(String, Uuid)>),
-    /// [`crate::descriptor::DESCRIPTOR_ROWS_PARAM_TYPE`] (`String`): capture
-    /// descriptor rows as `TabSeparated` text, one line per row, fields in
-    /// [`crate::descriptor::CAPTURE_COLUMNS`] order
-    /// ([`crate::descriptor::descriptor_rows_text`]).
-    Descriptors(Vec<crate::descriptor::CaptureDescriptor>),
 }
 
 impl Param {
@@ -101,7 +147,6 @@ impl Param {
             Self::Strings(_) => "Array(String)",
             Self::Uuids(_) => "Array(UUID)",
             Self::StorePacks(_) => "Array(Tuple(String, UUID))",
-            Self::Descriptors(_) => crate::descriptor::DESCRIPTOR_ROWS_PARAM_TYPE,
         }
     }
 
@@ -122,7 +167,6 @@ impl Param {
                     .iter()
                     .map(|(store, pack)| format!("({},'{}')", quote(store), pack.hyphenated())),
             ),
-            Self::Descriptors(rows) => escape_text(&crate::descriptor::descriptor_rows_text(rows)),
         }
     }
 }

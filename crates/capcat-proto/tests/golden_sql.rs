@@ -28,8 +28,8 @@ fn held(lease: u128, holder: &str) -> lease::Lease {
     }
 }
 
-/// A statement as text: name, SQL, parameter names and types, settings, and
-/// the expected columns.
+/// A statement as text: name, SQL, parameter names and types, settings, the
+/// expected columns, and, for an INSERT with data, its format and rows.
 fn render(stmt: &Statement) -> String {
     let params: Vec<String> = stmt
         .params
@@ -44,8 +44,16 @@ fn render(stmt: &Statement) -> String {
             .collect::<Vec<_>>()
             .join(", "),
     };
+    let data = match &stmt.data {
+        None => String::new(),
+        Some(data) => format!(
+            "data: {} rows in {}\n",
+            data.rows(),
+            capcat_proto::InsertData::FORMAT
+        ),
+    };
     format!(
-        "{}\n{}\nparams: {}\nsettings: sequential={} max_execution_time_s={:?}\nexpect: {}\n",
+        "{}\n{}\nparams: {}\nsettings: sequential={} max_execution_time_s={:?}\nexpect: {}\n{data}",
         stmt.name,
         stmt.sql,
         params.join(", "),
@@ -213,34 +221,48 @@ fn index_statements() {
         &insert_descriptors(&t, vec![CaptureDescriptor::default()]),
         expect![[r#"
             index.insert_descriptors
-            INSERT INTO cc_capture_raw (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256) SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256 FROM format(TabSeparated, 'tenant_id String, experiment_id String, run_id String, captured_at_ns UInt64, capture_id UUID, store_id String, pack_id UUID, index_version UInt64, step UInt64, tensor_name String, dtype String, shape Array(UInt64), summary_version UInt32, element_count UInt64, minimum Float64, maximum Float64, mean Float64, l2_norm Float64, abs_max Float64, zero_fraction Float64, payload_offset UInt64, payload_length UInt64, payload_sha256 String', {rows:String})
-            params: rows: String
+            INSERT INTO cc_capture_raw (tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256) FORMAT RowBinary
+            params: 
             settings: sequential=false max_execution_time_s=None
             expect: nothing
+            data: 1 rows in RowBinary
         "#]],
     );
 }
 
+/// The descriptor rows' data, byte for byte, for a native writer to match:
+/// two rows in `RowBinary` (hex, one row a line), the second with the
+/// characters a text format would have had to escape, which binary sends
+/// as they are.
 #[test]
-fn descriptor_parameter_text() {
+fn descriptor_rows_as_row_binary_data() {
     let d = CaptureDescriptor {
         tenant_id: "ten'ant".into(),
         capture_id: id(3),
         shape: vec![2, 3],
         ..CaptureDescriptor::default()
     };
-    // The second row shows the two layers of escaping: the literal's own
-    // (quote, backslash) inside the parameter's text escaping (backslash,
-    // tab, newline), which the server undoes in the opposite order.
     let e = CaptureDescriptor {
         run_id: "a\tb\\c".into(),
         tensor_name: "x\ty\nz".into(),
         capture_id: id(4),
         ..CaptureDescriptor::default()
     };
-    let p = capcat_proto::Param::Descriptors(vec![d, e]);
-    assert_eq!(p.clickhouse_type(), "String");
-    expect![[r#"ten'ant\t\t\t0\t00000000-0000-0000-0000-000000000003\t\t00000000-0000-0000-0000-000000000000\t0\t0\t\t\t[2,3]\t0\t0\t0.0\t0.0\t0.0\t0.0\t0.0\t0.0\t0\t0\t\n\t\ta\\tb\\\\c\t0\t00000000-0000-0000-0000-000000000004\t\t00000000-0000-0000-0000-000000000000\t0\t0\tx\\ty\\nz\t\t[]\t0\t0\t0.0\t0.0\t0.0\t0.0\t0.0\t0.0\t0\t0\t\n"#]].assert_eq(&p.to_text());
+    let hex_row = |row: &CaptureDescriptor| {
+        let mut bytes = Vec::new();
+        row.write_row_binary(&mut bytes);
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let data = capcat_proto::InsertData::Descriptors(vec![d.clone(), e.clone()]);
+    assert_eq!(data.rows(), 2);
+    let mut both = Vec::new();
+    d.write_row_binary(&mut both);
+    e.write_row_binary(&mut both);
+    assert_eq!(data.to_bytes(), both);
+    expect![[r#"
+        0774656e27616e740000000000000000000000000000000000000300000000000000000000000000000000000000000000000000000000000000000000000000000000000002020000000000000003000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000
+        0000056109625c63000000000000000000000000000000000400000000000000000000000000000000000000000000000000000000000000000000000000000000057809790a7a00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000
+    "#]].assert_eq(&format!("{}\n{}\n", hex_row(&d), hex_row(&e)));
 }
 
 #[test]

@@ -11,7 +11,8 @@ use capcat_proto::descriptor::Locator;
 use capcat_proto::designs::Design;
 use capcat_proto::index::{attempt_ids, sql::commit_packs};
 use capcat_proto::{
-    CaptureDescriptor, IndexError, IndexPass, IndexReport, Lease, LeaseClaim, Param, Tables, Value,
+    CaptureDescriptor, IndexError, IndexPass, IndexReport, InsertData, Lease, LeaseClaim, Param,
+    Tables, Value,
 };
 use common::{FakeCatalog, drive, id};
 
@@ -401,9 +402,11 @@ fn inventory_before_publish_variant_records_invisible_packs() {
 }
 
 /// Seed bug: manifest members and identity lists went in one statement and
-/// overran `max_query_size` on large batches.
+/// overran `max_query_size` on large batches. Parameters go in chunks of
+/// 1,000 tuples; descriptor rows are the INSERT's data, not a parameter, and
+/// go in one statement up to the rows-per-insert bound.
 #[test]
-fn chunking_at_1000_for_identities_manifest_inventory_and_descriptors() {
+fn chunking_at_1000_for_identities_manifest_inventory_and_one_descriptor_insert() {
     let (mut cat, lease) = catalog_with_lease();
     let mut descriptors = batch(1_500, 1);
     descriptors.extend((0..1_000).map(|c| desc(0, 50_000 + c)));
@@ -427,78 +430,79 @@ fn chunking_at_1000_for_identities_manifest_inventory_and_descriptors() {
     let sizes = |name: &str| -> Vec<usize> {
         run.named(name)
             .iter()
-            .map(|s| match (s.params.get("packs"), s.params.get("rows")) {
+            .map(|s| match (s.params.get("packs"), &s.data) {
                 (Some(Param::StorePacks(p)), _) => p.len(),
-                (_, Some(Param::Descriptors(d))) => d.len(),
+                (_, Some(InsertData::Descriptors(d))) => d.len(),
                 _ => 0,
             })
             .collect()
     };
     assert_eq!(sizes("index.read_committed"), [1_000, 500]);
-    assert_eq!(sizes("index.insert_descriptors"), [1_000, 1_000, 500]);
+    assert_eq!(sizes("index.insert_descriptors"), [2_500]);
     assert_eq!(sizes("publish.insert_manifest"), [1_000, 500]);
     assert_eq!(sizes("index.insert_inventory"), [1_000, 500]);
 }
 
-/// Descriptor INSERTs are also bounded by their parameter's size: over HTTP
-/// the rows travel in the request URL, and a clickhouse-server refuses a URI
-/// over 1 MiB with an error the service would take for an outage. 400 rows
-/// with 2 KiB tensor names (over 800 KiB of text) go in chunks of at most
-/// `MAX_DESCRIPTOR_PARAM_BYTES`, every row once, in order.
+/// Descriptor INSERTs are bounded by rows and by the bytes of their data
+/// (each chunk is built in memory before it is sent). 1,000 rows and a
+/// bound of 300 rows per INSERT give four INSERTs; 160 rows with 512 KiB
+/// tensor names (over 80 MiB of data) go in chunks of at most
+/// `MAX_INSERT_DATA_BYTES`. Every row once, in order, in both.
 #[test]
-fn descriptor_inserts_are_bounded_by_parameter_bytes_as_well_as_rows() {
-    use capcat_proto::descriptor::{MAX_DESCRIPTOR_PARAM_BYTES, descriptor_param_bytes};
-    let (mut cat, lease) = catalog_with_lease();
-    let descriptors: Vec<CaptureDescriptor> = batch(4, 100)
+fn descriptor_inserts_are_bounded_by_data_bytes_as_well_as_rows() {
+    use capcat_proto::descriptor::MAX_INSERT_DATA_BYTES;
+    let by_rows = batch(10, 100);
+    let wide: Vec<CaptureDescriptor> = batch(4, 40)
         .into_iter()
         .map(|d| CaptureDescriptor {
-            tensor_name: format!("{}.{}", "w".repeat(2_048), d.capture_id),
+            tensor_name: format!("{}.{}", "w".repeat(512 << 10), d.capture_id),
             ..d
         })
         .collect();
-    let total: usize = descriptors.iter().map(descriptor_param_bytes).sum();
-    assert!(total > 3 * MAX_DESCRIPTOR_PARAM_BYTES, "{total}");
-    let run = drive(
-        &mut IndexPass::new(
-            tables(),
-            Config::default(),
-            lease,
-            descriptors.clone(),
-            SEED,
-        ),
-        |s| cat.respond(s),
-        |_| 0,
-        10_000,
-    );
-    assert!(
-        matches!(
-            run.outcome,
-            Ok(IndexReport::Indexed {
-                descriptors: 400,
-                ..
-            })
-        ),
-        "{:?}",
-        run.outcome
-    );
-    let inserts = run.named("index.insert_descriptors");
-    assert!(inserts.len() >= 4, "{} descriptor INSERTs", inserts.len());
-    let mut sent = Vec::new();
-    for stmt in &inserts {
-        let Some(Param::Descriptors(rows)) = stmt.params.get("rows") else {
-            panic!("no rows parameter: {stmt:?}");
-        };
-        let text = Param::Descriptors(rows.clone()).to_text();
-        assert!(
-            text.len() <= MAX_DESCRIPTOR_PARAM_BYTES,
-            "{} rows, {} bytes",
-            rows.len(),
-            text.len()
+    let total: usize = wide.iter().map(CaptureDescriptor::row_binary_len).sum();
+    assert!(total > 2 * MAX_INSERT_DATA_BYTES, "{total}");
+    let small_inserts = Config::default()
+        .with_insert_rows(300)
+        .expect("300 rows is in range");
+    for (descriptors, cfg, at_least, max_rows) in [
+        (by_rows, small_inserts, 4, 300),
+        (wide, Config::default(), 3, usize::MAX),
+    ] {
+        let (mut cat, lease) = catalog_with_lease();
+        let n = descriptors.len();
+        let run = drive(
+            &mut IndexPass::new(tables(), cfg, lease, descriptors.clone(), SEED),
+            |s| cat.respond(s),
+            |_| 0,
+            10_000,
         );
-        sent.extend(rows.iter().map(|d| d.capture_id));
+        assert!(
+            matches!(run.outcome, Ok(IndexReport::Indexed { descriptors, .. }) if descriptors == n),
+            "{:?}",
+            run.outcome
+        );
+        let inserts = run.named("index.insert_descriptors");
+        assert!(
+            inserts.len() >= at_least,
+            "{} descriptor INSERTs",
+            inserts.len()
+        );
+        let mut sent = Vec::new();
+        for stmt in &inserts {
+            let Some(InsertData::Descriptors(rows)) = &stmt.data else {
+                panic!("no descriptor rows as data: {stmt:?}");
+            };
+            let bytes: usize = rows.iter().map(CaptureDescriptor::row_binary_len).sum();
+            assert!(
+                rows.len() <= max_rows && (bytes <= MAX_INSERT_DATA_BYTES || rows.len() == 1),
+                "{} rows, {bytes} bytes",
+                rows.len()
+            );
+            sent.extend(rows.iter().map(|d| d.capture_id));
+        }
+        let want: Vec<_> = descriptors.iter().map(|d| d.capture_id).collect();
+        assert_eq!(sent, want);
     }
-    let want: Vec<_> = descriptors.iter().map(|d| d.capture_id).collect();
-    assert_eq!(sent, want);
 }
 
 /// Seed mutation: `commit_packs(index_version=0)` was accepted and marked
@@ -566,5 +570,8 @@ fn statement_counts_of_an_uncontended_publish_and_a_16_pack_pass() {
         run.statements.len()
     );
     assert_eq!(publish, 6);
-    assert_eq!(run.statements.len(), 1 + 3 + 5 + 6 + 1);
+    // Committed read, allocation (3), ONE descriptor insert (the rows are
+    // its data), publish (6), inventory.
+    assert_eq!(run.named("index.insert_descriptors").len(), 1);
+    assert_eq!(run.statements.len(), 1 + 3 + 1 + 6 + 1);
 }

@@ -224,7 +224,8 @@ pub struct ServiceConfig {
     pub status_interval_s: f64,
     /// A pack refused on its own this many times is set aside.
     pub max_index_attempts: u32,
-    /// The indexer's budget for one batch (estimated parameter bytes).
+    /// The indexer's budget for one batch: bytes of descriptor rows as the
+    /// INSERT sends them (`RowBinary`).
     pub index_batch_budget_bytes: u64,
     /// Packs uploaded in one cycle, so a backlog cannot make a cycle unbounded.
     pub max_packs_per_cycle: usize,

@@ -55,13 +55,9 @@ pub fn descriptors_of(
     Ok(out)
 }
 
-/// The indexer's estimate of a batch's size: the descriptor rows' text
-/// (one `TabSeparated` line each), which is what the INSERT's one parameter
-/// carries before the parameter's own escaping.
+/// The indexer's measure of a batch's size: the bytes its descriptor rows
+/// take as the INSERT's `RowBinary` data (exact, not an estimate of text).
 #[must_use]
 pub fn estimated_bytes(descriptors: &[CaptureDescriptor]) -> u64 {
-    descriptors
-        .iter()
-        .map(|d| d.to_tsv_row().len() as u64 + 1)
-        .sum()
+    descriptors.iter().map(|d| d.row_binary_len() as u64).sum()
 }

@@ -248,11 +248,14 @@ impl ModelConfig {
         let cap_ns = u64::from(self.cap_ticks) * TICK_NS;
         let (claim, allocate, publish) = self.attempts;
         // The model's engine kills a statement exactly at its cap, so the
-        // fence needs no slack beyond the cap here.
+        // fence needs no slack beyond the cap here. One tuple and one
+        // descriptor row per statement, so a pass of several packs sends
+        // several statements of each kind and the model interleaves them.
         let cfg = Config::new(ttl_ns, cap_ns)?
             .with_fence_slack_ns(0)?
             .with_attempts(claim, allocate, publish)?
-            .with_chunk(1)?;
+            .with_chunk(1)?
+            .with_insert_rows(1)?;
         // A rejected design is not a configuration: the machines run with
         // this one and `Design::wrap` rewrites what they send and read
         // (the cap-at-TTL design's cap included).

@@ -24,7 +24,7 @@ use capcat_proto::fragments::{
     self, FENCE_MARGIN_PARAM, INDEX_VERSION_PARAM, LEASE_ID_PARAM, MANIFEST_PACKS_PARAM,
     MembershipBound, TERM_PARAM,
 };
-use capcat_proto::statement::{Param, Rows, Statement, Value};
+use capcat_proto::statement::{InsertData, Param, Rows, Statement, Value};
 use capcat_proto::{PackRef, Tables};
 use uuid::Uuid;
 
@@ -500,14 +500,14 @@ impl Db {
                 param_u64(stmt, INDEX_VERSION_PARAM)?,
                 param_uuid(stmt, "claim_id")?,
             ),
-            "index.insert_descriptors" => match stmt.params.get("rows") {
-                Some(Param::Descriptors(rows)) => {
+            "index.insert_descriptors" => match &stmt.data {
+                Some(InsertData::Descriptors(rows)) => {
                     Landing::Descriptors(rows.iter().map(|d| (d.pack(), d.index_version)).collect())
                 }
                 _ => {
                     return Err(Unknown {
                         name: stmt.name,
-                        what: "a rows parameter",
+                        what: "descriptor rows as its data",
                     });
                 }
             },

@@ -127,12 +127,16 @@ impl TraceDb {
     /// Runs a trace statement (with `sql` as its text) and returns its
     /// rows as atoms (empty for an INSERT).
     pub fn run_trace(&self, stmt: &TraceStatement, sql: &str) -> Result<Vec<Vec<String>>, String> {
+        let base = match &stmt.data {
+            None => self.request(sql),
+            Some(data) => Request::insert(sql, data.clone())
+                .map_err(|e| e.to_string())?
+                .database(&self.database),
+        };
         let request = stmt
             .params
             .iter()
-            .fold(self.request(sql), |r, (name, (_, value))| {
-                r.param(name, value)
-            })
+            .fold(base, |r, (name, (_, value))| r.param(name, value))
             .select_sequential_consistency(stmt.sequential)
             .max_execution_time_s(stmt.max_execution_time_s)
             .format("TabSeparated");
@@ -147,7 +151,9 @@ impl TraceDb {
     /// Runs a capcat-proto statement the harness built (schema, reader,
     /// harness-written descriptors) and decodes its rows.
     pub fn run_proto(&self, stmt: &Statement) -> Result<Rows, String> {
-        let request = request_for(stmt).database(&self.database);
+        let request = request_for(stmt)
+            .map_err(|e| e.to_string())?
+            .database(&self.database);
         let out = self.engine.execute(&request).map_err(|e| e.to_string())?;
         match &stmt.expect {
             Expect::Nothing => Ok(Rows::empty()),

@@ -25,6 +25,8 @@ pub struct TraceStatement {
     /// The columns a read returns; `None` for a statement that returns
     /// nothing (an INSERT).
     pub columns: Option<Vec<String>>,
+    /// An INSERT's data (`data.hex`, decoded), sent after its text.
+    pub data: Option<Vec<u8>>,
     /// The statement's JSON, to tell two statements in flight apart.
     pub key: String,
 }
@@ -141,6 +143,17 @@ fn malformed(file: &str, what: impl Into<String>) -> ReplayError {
     }
 }
 
+/// Bytes from lowercase or uppercase hex, two digits a byte.
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 fn statement(file: &str, sql: &[Json], stmt: &Json) -> Result<Option<TraceStatement>, ReplayError> {
     let Some(obj) = stmt.as_object() else {
         return Ok(None);
@@ -165,6 +178,15 @@ fn statement(file: &str, sql: &[Json], stmt: &Json) -> Result<Option<TraceStatem
             params.insert(name.clone(), (ty, value));
         }
     }
+    let data = match obj.get("data") {
+        None => None,
+        Some(d) => {
+            let hex = d["hex"]
+                .as_str()
+                .ok_or_else(|| malformed(file, "data without hex"))?;
+            Some(decode_hex(hex).ok_or_else(|| malformed(file, "data hex is not hex"))?)
+        }
+    };
     let settings = &obj["settings"];
     let columns = obj["expect"].as_array().map(|cs| {
         cs.iter()
@@ -183,6 +205,7 @@ fn statement(file: &str, sql: &[Json], stmt: &Json) -> Result<Option<TraceStatem
             .as_u64()
             .and_then(|s| u32::try_from(s).ok()),
         columns,
+        data,
         key: stmt.to_string(),
     }))
 }

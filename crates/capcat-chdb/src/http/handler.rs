@@ -330,7 +330,7 @@ pub(crate) fn parse_body(
         return Err(Refusal::bad(BAD_ARGUMENTS, "empty query"));
     }
 
-    let mut request = match split_insert_format(&sql) {
+    let mut request = match crate::request::split_insert_format(&sql) {
         Some((statement, input_format)) if !data.is_empty() => {
             Request::from_bytes(statement.to_vec()).insert_data(input_format, data)
         }
@@ -363,65 +363,4 @@ pub(crate) fn parse_body(
         format,
         compress_response,
     })
-}
-
-/// Splits `INSERT ... FORMAT <name>` into the statement without its FORMAT
-/// clause and the format name; `INSERT ... VALUES` gives format `Values`.
-/// `None` for anything else.
-pub(crate) fn split_insert_format(sql: &[u8]) -> Option<(&[u8], String)> {
-    let trimmed = sql.trim_ascii();
-    let trimmed = trimmed
-        .strip_suffix(b";")
-        .unwrap_or(trimmed)
-        .trim_ascii_end();
-    let first_word_end = trimmed
-        .iter()
-        .position(|b| !b.is_ascii_alphabetic())
-        .unwrap_or(trimmed.len());
-    if !trimmed[..first_word_end].eq_ignore_ascii_case(b"INSERT") {
-        return None;
-    }
-    let (before, last) = split_last_word(trimmed)?;
-    if last.eq_ignore_ascii_case(b"VALUES") {
-        return Some((before, "Values".to_owned()));
-    }
-    let (statement, keyword) = split_last_word(before)?;
-    if !keyword.eq_ignore_ascii_case(b"FORMAT")
-        || !last.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
-    {
-        return None;
-    }
-    let name = String::from_utf8(last.to_vec()).ok()?;
-    Some((statement, name))
-}
-
-/// `(text before the last word, trimmed; the last word)`.
-fn split_last_word(text: &[u8]) -> Option<(&[u8], &[u8])> {
-    let text = text.trim_ascii_end();
-    let start = text.iter().rposition(u8::is_ascii_whitespace)? + 1;
-    Some((text[..start].trim_ascii_end(), &text[start..]))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn insert_format_is_split_off() {
-        let (statement, format) =
-            split_insert_format(b"INSERT INTO db.t(a,b) FORMAT RowBinary").expect("split");
-        assert_eq!(
-            (statement, format.as_str()),
-            (&b"INSERT INTO db.t(a,b)"[..], "RowBinary")
-        );
-        let (statement, format) = split_insert_format(b" insert into t values ; ").expect("split");
-        assert_eq!(
-            (statement, format.as_str()),
-            (&b"insert into t"[..], "Values")
-        );
-        assert_eq!(split_insert_format(b"SELECT 1 FORMAT JSON"), None);
-        assert_eq!(split_insert_format(b"INSERT INTO t SELECT 1"), None);
-        assert_eq!(split_insert_format(b"INSERT"), None);
-        assert_eq!(split_insert_format(b""), None);
-    }
 }

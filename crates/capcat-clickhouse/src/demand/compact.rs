@@ -234,6 +234,7 @@ mod tests {
                 params: BTreeMap::new(),
                 settings: Settings::default(),
                 expect: Expect::Nothing,
+                data: None,
             })
             .collect()
     }

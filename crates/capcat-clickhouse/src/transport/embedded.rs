@@ -38,26 +38,32 @@ impl Embedded {
     }
 }
 
-/// The capcat-chdb request for `stmt`: the SQL unchanged, every parameter in
-/// its text form, the statement's settings, and the strict result format.
-/// Public so a harness that runs statements on an engine of its own (the
-/// trace replay, in a database per trace) builds them exactly as this
-/// transport does.
-pub fn request_for(stmt: &Statement) -> Request {
+/// The capcat-chdb request for `stmt`: the SQL unchanged (an INSERT with
+/// data has its `FORMAT` clause split off and its data attached, which is
+/// how libchdb takes data), every parameter in its text form, the
+/// statement's settings, and the strict result format. Public so a harness
+/// that runs statements on an engine of its own (the trace replay, in a
+/// database per trace) builds them exactly as this transport does.
+///
+/// # Errors
+/// [`ChdbError::InvalidInput`] when the statement carries data but its text
+/// does not end in `FORMAT <name>`.
+pub fn request_for(stmt: &Statement) -> Result<Request, ChdbError> {
     let format = match stmt.expect {
         Expect::Rows(_) => RESULT_FORMAT,
         Expect::Nothing => "TabSeparated",
     };
-    let request = stmt
-        .params
-        .iter()
-        .fold(Request::new(stmt.sql.clone()), |r, (name, value)| {
-            r.param(name.clone(), value.to_text())
-        });
-    request
+    let base = match &stmt.data {
+        None => Request::new(stmt.sql.clone()),
+        Some(data) => Request::insert(&stmt.sql, data.to_bytes())?,
+    };
+    let request = stmt.params.iter().fold(base, |r, (name, value)| {
+        r.param(name.clone(), value.to_text())
+    });
+    Ok(request
         .select_sequential_consistency(stmt.settings.select_sequential_consistency)
         .max_execution_time_s(stmt.settings.max_execution_time_s)
-        .format(format)
+        .format(format))
 }
 
 fn failure_from_chdb(error: ChdbError) -> Failure {
@@ -73,7 +79,7 @@ fn failure_from_chdb(error: ChdbError) -> Failure {
 impl Transport for Embedded {
     fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
         Box::pin(async move {
-            let request = request_for(stmt);
+            let request = request_for(stmt).map_err(failure_from_chdb)?;
             let engine = self.engine.clone();
             let started = Instant::now();
             let output = tokio::task::spawn_blocking(move || engine.execute(&request))

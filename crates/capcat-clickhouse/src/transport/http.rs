@@ -5,7 +5,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use capcat_proto::{Expect, Failure, Rows, Statement};
+use bytes::Bytes;
+use capcat_proto::{Expect, Failure, InsertData, Rows, Statement};
 use clickhouse::Client;
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::Client as HyperClient;
@@ -338,6 +339,9 @@ impl Http {
     }
 
     async fn run(&self, stmt: &Statement) -> Result<Rows, Failure> {
+        if let Some(data) = &stmt.data {
+            return self.insert(stmt, data).await;
+        }
         let mut query = self.client.query_raw(&stmt.sql);
         for (name, value) in &stmt.params {
             query = query.with_setting(format!("param_{name}"), value.to_text());
@@ -361,6 +365,36 @@ impl Http {
                 decode_rows(columns, &bytes)
             }
         }
+    }
+}
+
+impl Http {
+    /// An INSERT with data: the statement (ending in `FORMAT <name>`) goes
+    /// in the request URL and the data, in that format, as the body, the
+    /// way clickhouse-server takes an INSERT over HTTP. The insert is sent
+    /// whole and then ended, so the server answers once every row is in.
+    async fn insert(&self, stmt: &Statement, data: &InsertData) -> Result<Rows, Failure> {
+        if !stmt.params.is_empty() || stmt.expect != Expect::Nothing {
+            return Err(Failure::Malformed {
+                message: format!(
+                    "{}: an INSERT with data takes no parameters and returns no rows",
+                    stmt.name
+                ),
+            });
+        }
+        let mut insert = self.client.insert_formatted_with(stmt.sql.clone());
+        if stmt.settings.select_sequential_consistency {
+            insert = insert.with_setting("select_sequential_consistency", "1");
+        }
+        if let Some(seconds) = stmt.settings.max_execution_time_s {
+            insert = insert.with_setting("max_execution_time", seconds.to_string());
+        }
+        insert
+            .send(Bytes::from(data.to_bytes()))
+            .await
+            .map_err(failure_from_client)?;
+        insert.end().await.map_err(failure_from_client)?;
+        Ok(Rows::empty())
     }
 }
 

@@ -142,6 +142,7 @@ impl Probe {
                     })
                     .collect(),
             ),
+            data: None,
         }
     }
 

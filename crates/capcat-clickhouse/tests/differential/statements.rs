@@ -195,6 +195,7 @@ fn select(sql: String, columns: &[(&'static str, ColumnType)]) -> Statement {
                 .map(|(name, ty)| Column { name, ty: *ty })
                 .collect(),
         ),
+        data: None,
     }
 }
 

@@ -323,6 +323,7 @@ pub fn raw(sql: &str, expect: Expect) -> Statement {
         params: BTreeMap::new(),
         settings: capcat_proto::Settings::default(),
         expect,
+        data: None,
     }
 }
 

@@ -27,6 +27,7 @@ pub fn read_head(tables: &Tables) -> Statement {
             name: "head",
             ty: ColumnType::UInt64,
         }]),
+        data: None,
     }
 }
 
@@ -45,6 +46,7 @@ pub fn insert_claim(tables: &Tables, version: u64, claim_id: Uuid) -> Statement 
         params,
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -64,5 +66,6 @@ pub fn read_claims(tables: &Tables, version: u64) -> Statement {
             name: "claim_id",
             ty: ColumnType::Uuid,
         }]),
+        data: None,
     }
 }

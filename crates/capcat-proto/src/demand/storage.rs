@@ -71,6 +71,7 @@ pub fn create_table(tables: &Tables) -> Statement {
         params: BTreeMap::new(),
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -109,6 +110,7 @@ pub fn append(tables: &Tables, event: &DemandEvent, event_id: Uuid) -> Statement
         ]),
         settings: settings(),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -172,6 +174,7 @@ pub fn read_events(tables: &Tables, shard_id: Option<&str>, limit: u64) -> State
         params,
         settings: settings(),
         expect: Expect::Rows(read_columns()),
+        data: None,
     }
 }
 
@@ -339,6 +342,7 @@ pub fn compaction(
             ]),
             settings: settings(),
             expect: Expect::Nothing,
+            data: None,
         });
     }
     plan

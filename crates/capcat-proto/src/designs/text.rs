@@ -214,6 +214,7 @@ pub fn read_highest_publish_ids(tables: &Tables) -> Statement {
             name: "publish_id",
             ty: ColumnType::Uuid,
         }]),
+        data: None,
     }
 }
 

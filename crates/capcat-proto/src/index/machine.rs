@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use crate::allocate::Allocate;
 use crate::config::Config;
-use crate::descriptor::{CaptureDescriptor, MAX_DESCRIPTOR_PARAM_BYTES, descriptor_chunks};
+use crate::descriptor::{CaptureDescriptor, MAX_INSERT_DATA_BYTES, descriptor_chunks};
 use crate::lease::Lease;
 use crate::machine::{Input, Machine, Step};
 use crate::publish::{PackRef, Publish, PublishError, PublishOutcome};
@@ -173,7 +173,7 @@ impl IndexPass {
 
     /// The attempt holds `version`: stamp the pending packs' descriptor
     /// rows with it and cut them into INSERTs of at most the configured
-    /// chunk of rows and [`MAX_DESCRIPTOR_PARAM_BYTES`] of parameter text.
+    /// rows per INSERT and [`MAX_INSERT_DATA_BYTES`] of data.
     fn start_descriptors(&mut self, version: u64) -> State {
         let pending: BTreeSet<&PackRef> = self.pending.iter().collect();
         self.stamped = self
@@ -186,7 +186,7 @@ impl IndexPass {
             })
             .collect();
         self.stamped_chunks =
-            descriptor_chunks(&self.stamped, self.cfg.chunk(), MAX_DESCRIPTOR_PARAM_BYTES);
+            descriptor_chunks(&self.stamped, self.cfg.insert_rows(), MAX_INSERT_DATA_BYTES);
         State::Descriptors { version, chunk: 0 }
     }
 

@@ -5,14 +5,11 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::descriptor::{
-    CaptureDescriptor, DESCRIPTOR_ROWS_FORMAT, DESCRIPTOR_ROWS_PARAM_TYPE, capture_column_list,
-    descriptor_rows_structure,
-};
+use crate::descriptor::{CaptureDescriptor, capture_column_list};
 use crate::fragments::{INDEX_VERSION_PARAM, SERVER_NOW_NS};
 use crate::lease::sql::CONSISTENT;
 use crate::publish::PackRef;
-use crate::statement::{Column, ColumnType, Expect, Param, Settings, Statement};
+use crate::statement::{Column, ColumnType, Expect, InsertData, Param, Settings, Statement};
 use crate::tables::Tables;
 
 use super::IndexError;
@@ -22,28 +19,27 @@ use super::IndexError;
 /// Unconditional on purpose: a descriptor row is inert until a manifest row
 /// paired with a commit row admits its pack, so writing it needs no guard,
 /// and a lost publish leaves rows no reader can see. The caller chunks (at
-/// most [`crate::config::MAX_CHUNK`] rows per statement).
+/// most [`crate::Config::insert_rows`] rows and
+/// [`crate::descriptor::MAX_INSERT_DATA_BYTES`] of data per statement).
 ///
-/// The rows arrive as one `String` parameter in [`DESCRIPTOR_ROWS_FORMAT`]
-/// and `format(...)` parses them with the structure generated from
-/// [`CAPTURE_COLUMNS`]; the SELECT names the columns, so the INSERT maps them
-/// by name, not by position.
+/// The rows are the statement's data ([`InsertData::Descriptors`]), sent in
+/// `RowBinary` after the text; the text names every column of
+/// [`crate::descriptor::CAPTURE_COLUMNS`] in the data's field order, so the
+/// server maps each field to its column by position in that list, not by
+/// the table's own column order.
 pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
-    let columns = capture_column_list();
-    let sql = format!(
-        "INSERT INTO {table} ({columns}) SELECT {columns} \
-         FROM format({DESCRIPTOR_ROWS_FORMAT}, '{structure}', {{rows:{DESCRIPTOR_ROWS_PARAM_TYPE}}})",
-        table = tables.capture_raw(),
-        structure = descriptor_rows_structure(),
-    );
-    let mut params = BTreeMap::new();
-    params.insert("rows".to_owned(), Param::Descriptors(rows));
     Statement {
         name: "index.insert_descriptors",
-        sql,
-        params,
+        sql: format!(
+            "INSERT INTO {table} ({columns}) FORMAT {format}",
+            table = tables.capture_raw(),
+            columns = capture_column_list(),
+            format = InsertData::FORMAT,
+        ),
+        params: BTreeMap::new(),
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: Some(InsertData::Descriptors(rows)),
     }
 }
 
@@ -62,6 +58,7 @@ pub fn read_committed(tables: &Tables, packs: Vec<PackRef>) -> Statement {
         params,
         settings: CONSISTENT,
         expect: Expect::Rows(pack_columns()),
+        data: None,
     }
 }
 
@@ -107,5 +104,6 @@ pub fn commit_packs(
         params,
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     })
 }

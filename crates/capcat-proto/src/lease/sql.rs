@@ -75,6 +75,7 @@ pub fn read_head(tables: &Tables) -> Statement {
                 ty: ColumnType::UInt64,
             },
         ]),
+        data: None,
     }
 }
 
@@ -104,6 +105,7 @@ pub fn insert_claim(
         params,
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -134,6 +136,7 @@ pub fn read_claims(tables: &Tables, term: u64, lease_id: Uuid) -> Statement {
                 ty: ColumnType::UInt64,
             },
         ]),
+        data: None,
     }
 }
 
@@ -178,5 +181,6 @@ pub fn release(tables: &Tables, cfg: &Config, lease: &Lease) -> Statement {
         params,
         settings: crate::publish::sql::guarded_settings(cfg),
         expect: Expect::Nothing,
+        data: None,
     }
 }

@@ -66,6 +66,7 @@ pub fn insert_manifest(
         params,
         settings: guarded_settings(cfg),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -100,6 +101,7 @@ pub fn insert_commit_row(
         params,
         settings: guarded_settings(cfg),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 
@@ -120,5 +122,6 @@ pub fn read_publish_ids(tables: &Tables, version: u64) -> Statement {
             name: "publish_id",
             ty: ColumnType::Uuid,
         }]),
+        data: None,
     }
 }

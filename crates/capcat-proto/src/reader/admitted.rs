@@ -70,6 +70,7 @@ pub fn admitted_packs(
         params,
         settings: Settings::default(),
         expect: Expect::Rows(crate::index::sql::pack_columns()),
+        data: None,
     }
 }
 

@@ -40,6 +40,7 @@ pub fn pin_snapshot(tables: &Tables) -> Statement {
             name: "published_head",
             ty: ColumnType::UInt64,
         }]),
+        data: None,
     }
 }
 
@@ -152,6 +153,7 @@ pub fn search_page(
         params,
         settings: Settings::default(),
         expect: Expect::Rows(result_columns()),
+        data: None,
     })
 }
 
@@ -193,6 +195,7 @@ pub fn get_by_ids(
                 params,
                 settings: Settings::default(),
                 expect: Expect::Rows(result_columns()),
+                data: None,
             }
         })
         .collect())

@@ -264,5 +264,6 @@ pub(crate) fn ddl_statement(name: &'static str, sql: String) -> Statement {
         params: BTreeMap::new(),
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     }
 }

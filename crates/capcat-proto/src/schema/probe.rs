@@ -30,6 +30,7 @@ pub fn check_access() -> Statement {
             name: "n",
             ty: ColumnType::UInt64,
         }]),
+        data: None,
     }
 }
 
@@ -60,6 +61,7 @@ pub fn read_tables(tables: &Tables) -> Statement {
                 ty: ColumnType::String,
             },
         ]),
+        data: None,
     }
 }
 
@@ -85,6 +87,7 @@ pub fn read_columns(tables: &Tables) -> Statement {
                 ty: ColumnType::String,
             },
         ]),
+        data: None,
     }
 }
 
@@ -102,6 +105,7 @@ pub fn read_stamp(tables: &Tables) -> Statement {
             name: "version",
             ty: ColumnType::UInt64,
         }]),
+        data: None,
     }
 }
 
@@ -132,6 +136,7 @@ pub fn count_membership(tables: &Tables) -> Statement {
                 ty: ColumnType::UInt64,
             },
         ]),
+        data: None,
     }
 }
 
@@ -150,6 +155,7 @@ pub fn stamp_statement(tables: &Tables) -> Statement {
         params,
         settings: Settings::default(),
         expect: Expect::Nothing,
+        data: None,
     }
 }
 

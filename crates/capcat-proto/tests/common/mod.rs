@@ -402,8 +402,15 @@ impl FakeCatalog {
                 )
             }
             "index.insert_descriptors" => {
-                match stmt.params.get("rows") {
-                    Some(capcat_proto::Param::Descriptors(d)) => {
+                // The rows are the statement's data: the text must say so,
+                // or a real server would read no rows (or the wrong ones).
+                assert!(
+                    stmt.sql.ends_with(") FORMAT RowBinary"),
+                    "a descriptor insert whose text does not take RowBinary data: {}",
+                    stmt.sql
+                );
+                match &stmt.data {
+                    Some(capcat_proto::InsertData::Descriptors(d)) => {
                         self.descriptors.extend(d.iter().cloned())
                     }
                     other => panic!("descriptor insert without rows: {other:?}"),

@@ -87,7 +87,13 @@ fn unescape(field: &str) -> String {
 /// Executes `stmt` the way an adapter does: parameters as text, settings
 /// applied, rows decoded by the statement's expected column types.
 pub fn execute(engine: &Engine, stmt: &Statement) -> Input {
-    let mut request = Request::new(stmt.sql.clone())
+    let base = match &stmt.data {
+        None => Request::new(stmt.sql.clone()),
+        Some(data) => {
+            Request::insert(&stmt.sql, data.to_bytes()).expect("INSERT ... FORMAT <name>")
+        }
+    };
+    let mut request = base
         .format("TabSeparated")
         .max_execution_time_s(stmt.settings.max_execution_time_s)
         .select_sequential_consistency(stmt.settings.select_sequential_consistency);

@@ -4,10 +4,10 @@
 //! set-aside path needs a pack the engine will not take. This wrapper sits
 //! in front of the real HTTP transport (through the proxy, to the real
 //! engine). A statement that writes descriptors of the named pack and of
-//! no other is sent with its rows' structure declaring a type its values
-//! do not parse as (the first column, a tenant id string, as UInt64), so
-//! the real engine refuses it with its own parse error, as it
-//! refuses values it cannot take. Everything else passes through
+//! no other is sent with a SETTINGS clause that caps a `RowBinary` string at
+//! one byte (`format_binary_max_string_size = 1`), so the real engine
+//! refuses its rows with its own TOO_LARGE_STRING_SIZE, as it refuses
+//! values it cannot take. Everything else passes through
 //! unchanged. With [`RefusePack::refusing_any_batch`] a statement carrying
 //! the pack among others is refused the same way (the engine then refuses
 //! the whole batch, as it would a batch holding one bad row), so the
@@ -19,14 +19,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use capcat_clickhouse::{BoxFuture, Transport};
-use capcat_proto::{Failure, Param, Rows, Statement};
+use capcat_proto::{Failure, InsertData, Rows, Statement};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::harness::Mode;
 
-const DECLARED: &str = "'tenant_id String,";
-const REFUSED: &str = "'tenant_id UInt64,";
+const DECLARED: &str = ") FORMAT RowBinary";
+const REFUSED: &str = ") SETTINGS format_binary_max_string_size = 1 FORMAT RowBinary";
 
 #[derive(Debug)]
 pub struct RefusePack {
@@ -65,12 +65,12 @@ impl RefusePack {
         self
     }
 
-    /// `stmt` with its rows' structure declaring a type the tenant ids do
-    /// not parse as, so the real engine refuses it.
+    /// `stmt` with a string-size cap every descriptor row exceeds, so the
+    /// real engine refuses its data.
     fn refused(stmt: &Statement) -> Statement {
         assert!(
-            stmt.sql.contains(DECLARED),
-            "the descriptor parameter's declaration changed: {}",
+            stmt.sql.ends_with(DECLARED),
+            "the descriptor INSERT's FORMAT clause changed: {}",
             stmt.sql
         );
         let mut refused = stmt.clone();
@@ -84,7 +84,7 @@ impl RefusePack {
         if stmt.name != "index.insert_descriptors" {
             return None;
         }
-        let Some(Param::Descriptors(rows)) = stmt.params.get("rows") else {
+        let Some(InsertData::Descriptors(rows)) = &stmt.data else {
             return None;
         };
         let ours = rows
