@@ -167,9 +167,11 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
 
     // Flush: every pack sealed before the call is queryable.
     let flushing = spinner("flush: upload, verify, index");
+    let before_flush = service.snapshot().stage_time;
     let flush_started = Instant::now();
     let flushed = service.flush(Duration::from_secs(120)).await;
     let flush_time = flush_started.elapsed();
+    let stages = service.snapshot().stage_time.since(before_flush);
     flushing.finish_and_clear();
     let report = flushed?;
     // Capture to queryable counts the sealing and the flush, not the
@@ -244,6 +246,23 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
     println!(
         "  flush (upload+index)       {flush_time:>10.2?}   ({} packs sealed before the flush)",
         report.packs
+    );
+    let us = |v: u64| Duration::from_micros(v);
+    println!(
+        "    read + verify spool      {:>10.2?}",
+        us(stages.read_verify_us)
+    );
+    println!(
+        "    upload (PUT, fsync)      {:>10.2?}",
+        us(stages.upload_us)
+    );
+    println!(
+        "    HEAD verify              {:>10.2?}",
+        us(stages.head_verify_us)
+    );
+    println!(
+        "    index pass               {:>10.2?}",
+        us(stages.index_us)
     );
     println!("  capture -> queryable       {to_queryable:>10.2?}   {rate:.0} records/s");
     println!(

@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Instant;
 
 use capcat_clickhouse::CatalogError;
 use capcat_pack::{PackReader, Sha256Digest};
@@ -21,7 +22,7 @@ use crate::backoff::Backoff;
 use crate::descriptors::{descriptors_of, estimated_bytes};
 use crate::error::CycleError;
 use crate::service::{Inner, Owed};
-use crate::snapshot::{ErrorKind, ErrorRecord};
+use crate::snapshot::{ErrorKind, ErrorRecord, StageTimes};
 use crate::spool::ReadyPack;
 
 async fn blocking<T: Send + 'static>(
@@ -141,6 +142,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
     async fn upload_one(&self, ready: &ReadyPack) -> Result<(), CycleError> {
         let path = ready.path.clone();
         let pack_id = ready.pack_id;
+        let reading = Instant::now();
         let read = blocking(move || std::fs::read(&path).map(|b| (b, path))).await?;
         let (bytes, path) = match read {
             Ok(read) => read,
@@ -156,6 +158,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
             }
         };
         let verify = blocking(move || PackReader::from_bytes(bytes)).await?;
+        self.add_stage_time(reading, |t| &mut t.read_verify_us);
         let pack = match verify {
             Ok(pack) if pack.pack_id() == pack_id => pack,
             Ok(pack) => {
@@ -186,11 +189,15 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         let body = pack.bytes().clone();
         let size = body.len() as u64;
         tracing::debug!(%pack_id, size, "uploading");
+        let uploading = Instant::now();
         self.store
             .put_pack(&self.cfg.prefix, body, &metadata)
             .await?;
+        self.add_stage_time(uploading, |t| &mut t.upload_us);
         let key = PackKey::new(self.cfg.prefix.clone(), pack_id).object_key();
+        let heading = Instant::now();
         let head = self.store.head(&key).await?;
+        self.add_stage_time(heading, |t| &mut t.head_verify_us);
         let stored = head
             .pack_metadata()
             .map_err(|e| CycleError::UploadNotVerified {
@@ -239,6 +246,14 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         blocking(move || spool.remove_ready(pack_id)).await??;
         tracing::info!(%pack_id, size, path = %path.display(), "uploaded and verified; removed from the spool");
         Ok(())
+    }
+
+    /// Adds the time since `started` to one stage's total in the snapshot.
+    fn add_stage_time(&self, started: Instant, stage: impl FnOnce(&mut StageTimes) -> &mut u64) {
+        let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let mut state = self.lock_state();
+        let total = stage(&mut state.snapshot.stage_time);
+        *total = total.saturating_add(us);
     }
 
     /// A spool file that is not a valid pack is renamed `.rejected` beside
@@ -449,7 +464,9 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         };
         // The pass renews the lease inside it and hands the renewed lease
         // back to the handle, whatever its outcome.
+        let indexing = Instant::now();
         let result = self.catalog.index(lease, descriptors).await;
+        self.add_stage_time(indexing, |t| &mut t.index_us);
         match result {
             Ok(report) => Ok(report),
             Err(error) => {

@@ -48,6 +48,6 @@ pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushProgress, FlushReport, Service};
-pub use snapshot::{DemandCounters, ErrorKind, ErrorRecord, RejectedPack, Snapshot};
+pub use snapshot::{DemandCounters, ErrorKind, ErrorRecord, RejectedPack, Snapshot, StageTimes};
 pub use spool::{Spool, SpoolError};
 pub use status::{StatusError, StatusFile, parse_status, read_status};

@@ -62,6 +62,39 @@ pub struct Snapshot {
     pub status_write_failures: u64,
     /// The demand publisher's counters.
     pub demand: DemandCounters,
+    /// Where the cycles' time went, summed since start.
+    pub stage_time: StageTimes,
+}
+
+/// Wall time the cycles spent in each stage, in microseconds, summed since
+/// the service started. Two snapshots taken around a flush give that
+/// flush's breakdown (`capcat demo` prints it); the stages run one after
+/// another within a cycle, so their sum is the cycles' busy time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StageTimes {
+    /// Reading sealed packs from the spool and verifying every digest.
+    pub read_verify_us: u64,
+    /// Uploading them (the store's PUT; for a local store, its fsyncs).
+    pub upload_us: u64,
+    /// Checking each upload with a HEAD of the stored object.
+    pub head_verify_us: u64,
+    /// Index passes: the catalog statements that make packs queryable.
+    pub index_us: u64,
+}
+
+impl StageTimes {
+    /// The time spent in each stage since `earlier` (a snapshot of the same
+    /// service), saturating at zero.
+    #[must_use]
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            read_verify_us: self.read_verify_us.saturating_sub(earlier.read_verify_us),
+            upload_us: self.upload_us.saturating_sub(earlier.upload_us),
+            head_verify_us: self.head_verify_us.saturating_sub(earlier.head_verify_us),
+            index_us: self.index_us.saturating_sub(earlier.index_us),
+        }
+    }
 }
 
 /// What failed, as the service recorded it: the error's kind and fields,
@@ -230,5 +263,36 @@ impl From<capcat_clickhouse::demand::PublisherCounters> for DemandCounters {
             scan_unchanged: c.scan_unchanged,
             scan_abandoned: c.scan_abandoned,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_times_since_an_earlier_snapshot_are_the_differences_never_negative() {
+        let earlier = StageTimes {
+            read_verify_us: 10,
+            upload_us: 20,
+            head_verify_us: 30,
+            index_us: 40,
+        };
+        let later = StageTimes {
+            read_verify_us: 15,
+            upload_us: 20,
+            head_verify_us: 31,
+            index_us: 100,
+        };
+        assert_eq!(
+            later.since(earlier),
+            StageTimes {
+                read_verify_us: 5,
+                upload_us: 0,
+                head_verify_us: 1,
+                index_us: 60,
+            }
+        );
+        assert_eq!(earlier.since(later), StageTimes::default());
     }
 }

@@ -97,6 +97,12 @@ async fn a_batch_over_the_budget_splits_until_every_pack_indexes() {
     assert!(snapshot.batch_splits > 0, "{snapshot:?}");
     assert!(snapshot.rejected_packs.is_empty(), "{snapshot:?}");
     assert_eq!(snapshot.indexed, 10);
+    // Every stage of the flush ran and was timed.
+    let t = snapshot.stage_time;
+    assert!(
+        t.read_verify_us > 0 && t.upload_us > 0 && t.head_verify_us > 0 && t.index_us > 0,
+        "{t:?}"
+    );
     assert_eq!(world.read_back_run("split", &expected).await, 20);
     service.close().await;
 }
