@@ -8,7 +8,7 @@ use capcat_proto::{Expect, Failure, Rows, Statement};
 
 use super::decode::{RESULT_FORMAT, decode_rows};
 use super::exception::failure_from_exception;
-use super::{BoxFuture, Transport};
+use super::{BoxFuture, Transport, check_insert_with_data};
 
 /// The embedded engine as a [`Transport`].
 ///
@@ -79,6 +79,7 @@ fn failure_from_chdb(error: ChdbError) -> Failure {
 impl Transport for Embedded {
     fn execute<'a>(&'a self, stmt: &'a Statement) -> BoxFuture<'a, Result<Rows, Failure>> {
         Box::pin(async move {
+            check_insert_with_data(stmt)?;
             let request = request_for(stmt).map_err(failure_from_chdb)?;
             let engine = self.engine.clone();
             let started = Instant::now();

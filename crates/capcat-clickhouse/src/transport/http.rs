@@ -18,7 +18,7 @@ use super::decode::{RESULT_FORMAT, decode_rows};
 use super::exception::failure_from_exception;
 use super::password::Password;
 use super::tls::{self, HandshakeRefusal};
-use super::{BoxFuture, Transport};
+use super::{BoxFuture, Transport, check_insert_with_data};
 
 /// Default bound on establishing a TCP connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -339,6 +339,7 @@ impl Http {
     }
 
     async fn run(&self, stmt: &Statement) -> Result<Rows, Failure> {
+        check_insert_with_data(stmt)?;
         if let Some(data) = &stmt.data {
             return self.insert(stmt, data).await;
         }
@@ -366,22 +367,12 @@ impl Http {
             }
         }
     }
-}
 
-impl Http {
     /// An INSERT with data: the statement (ending in `FORMAT <name>`) goes
     /// in the request URL and the data, in that format, as the body, the
     /// way clickhouse-server takes an INSERT over HTTP. The insert is sent
     /// whole and then ended, so the server answers once every row is in.
     async fn insert(&self, stmt: &Statement, data: &InsertData) -> Result<Rows, Failure> {
-        if !stmt.params.is_empty() || stmt.expect != Expect::Nothing {
-            return Err(Failure::Malformed {
-                message: format!(
-                    "{}: an INSERT with data takes no parameters and returns no rows",
-                    stmt.name
-                ),
-            });
-        }
         let mut insert = self.client.insert_formatted_with(stmt.sql.clone());
         if stmt.settings.select_sequential_consistency {
             insert = insert.with_setting("select_sequential_consistency", "1");

@@ -26,7 +26,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 
-use capcat_proto::{Failure, Rows, Statement};
+use capcat_proto::{Expect, Failure, Rows, Statement};
 
 pub use access::{AUTHENTICATION_CODES, AccessError};
 pub use counting::{Counting, StatementCount};
@@ -72,5 +72,65 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 
     fn check_access(&self) -> BoxFuture<'_, Result<(), AccessError>> {
         (**self).check_access()
+    }
+}
+
+/// Refuses a statement with data that also has parameters or expects rows:
+/// an INSERT's data is its whole input and it returns nothing, so either
+/// would be dropped without a word. Both transports check it before they
+/// send anything.
+pub(crate) fn check_insert_with_data(stmt: &Statement) -> Result<(), Failure> {
+    if stmt.data.is_some() && (!stmt.params.is_empty() || stmt.expect != Expect::Nothing) {
+        return Err(Failure::Malformed {
+            message: format!(
+                "{}: an INSERT with data takes no parameters and returns no rows",
+                stmt.name
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use capcat_proto::{InsertData, Param, Settings};
+
+    use super::*;
+
+    fn insert(params: BTreeMap<String, Param>, expect: Expect) -> Statement {
+        Statement {
+            name: "t.insert",
+            sql: "INSERT INTO t (a) FORMAT RowBinary".to_owned(),
+            params,
+            settings: Settings::default(),
+            expect,
+            data: Some(InsertData::Descriptors(Vec::new())),
+        }
+    }
+
+    #[test]
+    fn an_insert_with_data_takes_no_parameters_and_returns_no_rows() {
+        assert_eq!(
+            check_insert_with_data(&insert(BTreeMap::new(), Expect::Nothing)),
+            Ok(())
+        );
+        let with_param = BTreeMap::from([("v".to_owned(), Param::UInt64(1))]);
+        for refused in [
+            insert(with_param, Expect::Nothing),
+            insert(BTreeMap::new(), Expect::Rows(Vec::new())),
+        ] {
+            assert!(matches!(
+                check_insert_with_data(&refused),
+                Err(Failure::Malformed { .. })
+            ));
+        }
+        let mut plain = insert(
+            BTreeMap::from([("v".to_owned(), Param::UInt64(1))]),
+            Expect::Nothing,
+        );
+        plain.data = None;
+        assert_eq!(check_insert_with_data(&plain), Ok(()));
     }
 }
