@@ -1,0 +1,208 @@
+//! Outcomes as the protocol writes them (docs/native-writers.md,
+//! "Outcomes"), and the one normalisation the kit applies before comparing.
+
+use capcat_proto::{AllocateError, Lease, LeaseError, LostRace, PublishError, PublishOutcome};
+use serde_json::{Value as Json, json};
+
+use crate::wire::{failure_json, head_json, lease_json, uuid_json};
+
+fn ids(set: &std::collections::BTreeSet<uuid::Uuid>) -> Json {
+    Json::Array(set.iter().map(|id| uuid_json(*id)).collect())
+}
+
+fn unexpected(expected: &str, got: &str) -> Json {
+    json!({ "kind": "unexpected_input", "expected": expected, "got": got })
+}
+
+fn malformed(statement: &str, detail: &str) -> Json {
+    json!({ "kind": "malformed", "statement": statement, "detail": detail })
+}
+
+/// A lease error.
+pub fn lease_error(e: &LeaseError) -> Json {
+    match e {
+        LeaseError::Held {
+            holder,
+            lease_id,
+            term,
+            expires_at_ns,
+        } => json!({
+            "kind": "held", "holder": holder, "lease_id": uuid_json(*lease_id),
+            "term": term, "expires_at_ns": expires_at_ns,
+        }),
+        LeaseError::NotHeld { lease_id, head } => json!({
+            "kind": "not_held", "lease_id": uuid_json(*lease_id), "head": head_json(head),
+        }),
+        LeaseError::Contested {
+            attempts,
+            last_term,
+        } => json!({ "kind": "contested", "attempts": attempts, "last_term": last_term }),
+        LeaseError::Statement { statement, failure } => json!({
+            "kind": "statement", "statement": statement, "failure": failure_json(failure),
+        }),
+        LeaseError::Unsettled { lease_id, until_ns } => json!({
+            "kind": "unsettled", "lease_id": uuid_json(*lease_id), "until_ns": until_ns,
+        }),
+        LeaseError::Malformed { statement, detail } => malformed(statement, detail),
+        LeaseError::UnexpectedInput { expected, got } => unexpected(expected, got),
+        other => json!({ "kind": "unknown", "detail": other.to_string() }),
+    }
+}
+
+/// An allocation error.
+pub fn allocate_error(e: &AllocateError) -> Json {
+    match e {
+        AllocateError::Exhausted {
+            attempts,
+            last_version,
+        } => json!({ "kind": "exhausted", "attempts": attempts, "last_version": last_version }),
+        AllocateError::Statement { statement, failure } => json!({
+            "kind": "statement", "statement": statement, "failure": failure_json(failure),
+        }),
+        AllocateError::Malformed { statement, detail } => malformed(statement, detail),
+        AllocateError::UnexpectedInput { expected, got } => unexpected(expected, got),
+        other => json!({ "kind": "unknown", "detail": other.to_string() }),
+    }
+}
+
+/// A publish error.
+pub fn publish_error(e: &PublishError) -> Json {
+    match e {
+        PublishError::VersionZero => json!({ "kind": "version_zero" }),
+        PublishError::NoPacks { version } => json!({ "kind": "no_packs", "version": version }),
+        PublishError::LeaseLost {
+            version,
+            publish_id,
+            head,
+        } => json!({
+            "kind": "lease_lost", "version": version, "publish_id": uuid_json(*publish_id),
+            "head": head_json(head),
+        }),
+        PublishError::Unsettled {
+            version,
+            publish_id,
+            until_ns,
+            wait_ns,
+        } => json!({
+            "kind": "unsettled", "version": version, "publish_id": uuid_json(*publish_id),
+            "until_ns": until_ns, "wait_ns": wait_ns,
+        }),
+        PublishError::Renew { version, source } => json!({
+            "kind": "renew", "version": version, "source": lease_error(source),
+        }),
+        PublishError::Statement {
+            statement,
+            version,
+            publish_id,
+            failure,
+        } => json!({
+            "kind": "statement", "statement": statement, "version": version,
+            "publish_id": uuid_json(*publish_id), "failure": failure_json(failure),
+        }),
+        PublishError::Malformed { statement, detail } => malformed(statement, detail),
+        PublishError::UnexpectedInput { expected, got } => unexpected(expected, got),
+        other => json!({ "kind": "unknown", "detail": other.to_string() }),
+    }
+}
+
+/// The done object of a lease claim (acquire or renew).
+pub fn claimed(outcome: &Result<Lease, LeaseError>) -> Json {
+    json!({ "outcome": match outcome {
+        Ok(lease) => json!({ "ok": lease_json(lease) }),
+        Err(e) => json!({ "err": lease_error(e) }),
+    }})
+}
+
+/// The done object of a release.
+pub fn released(outcome: &Result<(), LeaseError>) -> Json {
+    json!({ "outcome": match outcome {
+        Ok(()) => json!({ "ok": null }),
+        Err(e) => json!({ "err": lease_error(e) }),
+    }})
+}
+
+/// The done object of an allocation.
+pub fn allocated(outcome: &Result<u64, AllocateError>) -> Json {
+    json!({ "outcome": match outcome {
+        Ok(version) => json!({ "ok": version }),
+        Err(e) => json!({ "err": allocate_error(e) }),
+    }})
+}
+
+/// The done object of a publish: its outcome and the lease the caller
+/// keeps (renewed, and marked unsettled after an abandoned statement).
+pub fn published(outcome: &Result<PublishOutcome, PublishError>, kept: &Lease) -> Json {
+    let outcome = match outcome {
+        Ok(PublishOutcome::Won {
+            version,
+            publish_id,
+        }) => json!({ "ok": { "won": {
+            "version": version, "publish_id": uuid_json(*publish_id),
+        }}}),
+        Ok(PublishOutcome::LostRace(LostRace {
+            version,
+            publish_id,
+            found,
+        })) => json!({ "ok": { "lost_race": {
+            "version": version, "publish_id": uuid_json(*publish_id), "found": ids(found),
+        }}}),
+        Ok(PublishOutcome::Conflict {
+            version,
+            publish_id,
+            foreign,
+            all_foreign,
+        }) => json!({ "ok": { "conflict": {
+            "version": version, "publish_id": uuid_json(*publish_id),
+            "foreign": uuid_json(*foreign), "all_foreign": ids(all_foreign),
+        }}}),
+        Err(e) => json!({ "err": publish_error(e) }),
+    };
+    json!({ "outcome": outcome, "lease": lease_json(kept) })
+}
+
+/// The one normalisation before outcomes are compared: the free text a
+/// machine writes itself (`detail` of `malformed`, `expected` and `got` of
+/// `unexpected_input`) is dropped, everywhere in the object. Everything
+/// else, including text echoed from the kit's inputs, is compared exactly.
+pub fn normalise(j: &mut Json) {
+    match j {
+        Json::Object(m) => {
+            match m.get("kind").and_then(Json::as_str) {
+                Some("malformed") if m.contains_key("statement") => {
+                    m.remove("detail");
+                }
+                Some("unexpected_input") => {
+                    m.remove("expected");
+                    m.remove("got");
+                }
+                _ => {}
+            }
+            m.values_mut().for_each(normalise);
+        }
+        Json::Array(items) => items.iter_mut().for_each(normalise),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalising_drops_only_the_machine_s_own_words() {
+        let mut a = json!({"outcome": {"err": {"kind": "renew", "version": 1, "source":
+            {"kind": "malformed", "statement": "lease.read_head", "detail": "x"}}}});
+        let mut b = json!({"outcome": {"err": {"kind": "renew", "version": 1, "source":
+            {"kind": "malformed", "statement": "lease.read_head", "detail": "y"}}}});
+        normalise(&mut a);
+        normalise(&mut b);
+        assert_eq!(a, b);
+        // A failure the kit sent is echoed, message and all: a driver that
+        // loses the message differs.
+        let mut sent = json!({"kind": "statement", "statement": "s", "failure":
+            {"kind": "malformed", "message": "m"}});
+        let before = sent.clone();
+        normalise(&mut sent);
+        assert_eq!(sent, before);
+    }
+}

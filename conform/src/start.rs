@@ -1,0 +1,328 @@
+//! What the kit asks a driver to start, and capcat-proto's own machine for
+//! it: the reference every step of the driver is compared with.
+
+use std::collections::BTreeSet;
+
+use capcat_proto::{
+    Allocate, Config, Input, Lease, LeaseClaim, Machine, PackRef, Publish, Release, Step, Tables,
+};
+use serde_json::{Value as Json, json};
+use uuid::Uuid;
+
+use crate::error::ConformError;
+use crate::outcome;
+use crate::wire::{
+    config_from, config_json, field, lease_from, lease_json, str_field, u64_field, uuid_field,
+    uuid_json,
+};
+
+/// A machine to start, with its constructor's arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// `LeaseClaim::acquire`.
+    Acquire {
+        /// Who claims.
+        holder: String,
+        /// The lease the caller already holds, if any.
+        held: Option<Lease>,
+        /// The lease id a fresh claim carries.
+        fresh_lease_id: Uuid,
+    },
+    /// `LeaseClaim::renew`.
+    Renew {
+        /// The lease to renew.
+        lease: Lease,
+    },
+    /// `Release::new`.
+    Release {
+        /// The lease to release.
+        lease: Lease,
+    },
+    /// `Allocate::new`.
+    Allocate {
+        /// The claim id the allocation writes.
+        claim_id: Uuid,
+    },
+    /// `Publish::new`.
+    Publish {
+        /// The lease published under.
+        lease: Lease,
+        /// The version.
+        version: u64,
+        /// The packs.
+        packs: BTreeSet<PackRef>,
+        /// This attempt's id.
+        publish_id: Uuid,
+    },
+}
+
+/// Every machine name the protocol defines, in the order the kit runs them.
+pub const MACHINES: [&str; 5] = ["acquire", "renew", "release", "allocate", "publish"];
+
+impl Start {
+    /// The machine's protocol name.
+    pub fn machine(&self) -> &'static str {
+        match self {
+            Self::Acquire { .. } => "acquire",
+            Self::Renew { .. } => "renew",
+            Self::Release { .. } => "release",
+            Self::Allocate { .. } => "allocate",
+            Self::Publish { .. } => "publish",
+        }
+    }
+
+    /// The `args` object of a `start` message.
+    pub fn args_json(&self) -> Json {
+        match self {
+            Self::Acquire {
+                holder,
+                held,
+                fresh_lease_id,
+            } => json!({
+                "holder": holder,
+                "held": held.as_ref().map(lease_json),
+                "fresh_lease_id": uuid_json(*fresh_lease_id),
+            }),
+            Self::Renew { lease } | Self::Release { lease } => {
+                json!({ "lease": lease_json(lease) })
+            }
+            Self::Allocate { claim_id } => json!({ "claim_id": uuid_json(*claim_id) }),
+            Self::Publish {
+                lease,
+                version,
+                packs,
+                publish_id,
+            } => json!({
+                "lease": lease_json(lease),
+                "version": version,
+                "packs": packs.iter().map(|(s, p)| json!([s, uuid_json(*p)])).collect::<Vec<_>>(),
+                "publish_id": uuid_json(*publish_id),
+            }),
+        }
+    }
+
+    /// The start [`Start::args_json`] wrote for `machine`.
+    pub fn from_json(machine: &str, args: &Json) -> Result<Self, ConformError> {
+        let bad = |what: String| ConformError::BadMessage { what };
+        Ok(match machine {
+            "acquire" => Self::Acquire {
+                holder: str_field(args, "holder")?.to_owned(),
+                held: match field(args, "held")? {
+                    Json::Null => None,
+                    lease => Some(lease_from(lease)?),
+                },
+                fresh_lease_id: uuid_field(args, "fresh_lease_id")?,
+            },
+            "renew" => Self::Renew {
+                lease: lease_from(field(args, "lease")?)?,
+            },
+            "release" => Self::Release {
+                lease: lease_from(field(args, "lease")?)?,
+            },
+            "allocate" => Self::Allocate {
+                claim_id: uuid_field(args, "claim_id")?,
+            },
+            "publish" => {
+                let mut packs = BTreeSet::new();
+                let list = field(args, "packs")?
+                    .as_array()
+                    .ok_or_else(|| bad("`packs` is not a list".into()))?;
+                for pair in list {
+                    let (store, pack) = match pair.as_array().map(Vec::as_slice) {
+                        Some([store, pack]) => (store, pack),
+                        _ => return Err(bad(format!("a pack is not [store, id]: {pair}"))),
+                    };
+                    let store = store
+                        .as_str()
+                        .ok_or_else(|| bad(format!("a store id is not a string: {store}")))?;
+                    let pack = uuid_field(&json!({ "id": pack }), "id")?;
+                    packs.insert((store.to_owned(), pack));
+                }
+                Self::Publish {
+                    lease: lease_from(field(args, "lease")?)?,
+                    version: u64_field(args, "version")?,
+                    packs,
+                    publish_id: uuid_field(args, "publish_id")?,
+                }
+            }
+            other => return Err(bad(format!("unknown machine `{other}`"))),
+        })
+    }
+
+    /// capcat-proto's machine for this start.
+    pub fn build(&self, tables: Tables, cfg: Config) -> Box<dyn Reference> {
+        match self.clone() {
+            Self::Acquire {
+                holder,
+                held,
+                fresh_lease_id,
+            } => Box::new(Claim(LeaseClaim::acquire(
+                tables,
+                cfg,
+                holder,
+                held,
+                fresh_lease_id,
+            ))),
+            Self::Renew { lease } => Box::new(Claim(LeaseClaim::renew(tables, cfg, lease))),
+            Self::Release { lease } => Box::new(Releasing(Release::new(tables, cfg, lease))),
+            Self::Allocate { claim_id } => {
+                Box::new(Allocating(Allocate::new(tables, cfg, claim_id)))
+            }
+            Self::Publish {
+                lease,
+                version,
+                packs,
+                publish_id,
+            } => Box::new(Publishing(Publish::new(
+                tables, cfg, lease, version, packs, publish_id,
+            ))),
+        }
+    }
+}
+
+/// A `start` message: the session, the table prefix, the configuration
+/// and the machine with its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    /// The session number.
+    pub session: u64,
+    /// The table prefix.
+    pub tables: Tables,
+    /// The protocol configuration.
+    pub config: Config,
+    /// The machine.
+    pub start: Start,
+}
+
+impl Started {
+    /// The `start` message.
+    pub fn to_json(&self) -> Json {
+        json!({ "start": {
+            "session": self.session,
+            "machine": self.start.machine(),
+            "prefix": self.tables.prefix(),
+            "config": config_json(&self.config),
+            "args": self.start.args_json(),
+        }})
+    }
+
+    /// The `start` message [`Started::to_json`] wrote (the `start` object).
+    pub fn from_json(start: &Json) -> Result<Self, ConformError> {
+        let prefix = str_field(start, "prefix")?;
+        Ok(Self {
+            session: u64_field(start, "session")?,
+            tables: Tables::new(prefix).map_err(|e| ConformError::BadMessage {
+                what: format!("prefix `{prefix}`: {e}"),
+            })?,
+            config: config_from(field(start, "config")?)?,
+            start: Start::from_json(str_field(start, "machine")?, field(start, "args")?)?,
+        })
+    }
+}
+
+/// What a finished machine leaves its caller: the kit's walks build a
+/// publisher's next start from it, as a capture service does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// The lease the caller holds afterwards, when the machine names one.
+    pub lease: Option<Lease>,
+    /// The version allocated.
+    pub version: Option<u64>,
+    /// Whether a publish won.
+    pub won: bool,
+}
+
+/// A capcat-proto machine whose outcome is rendered as the protocol's JSON.
+pub trait Reference {
+    /// The machine's next step; `Done` carries the done object.
+    fn poll(&mut self) -> Step<Json>;
+    /// Hands the machine the answer to its last step.
+    fn handle(&mut self, input: Input);
+    /// What it leaves its caller (meaningful once done).
+    fn ended(&mut self) -> Ended;
+}
+
+/// Runs `machine` one poll, rendering `Done` with `render`.
+fn poll_with<M: Machine>(
+    machine: &mut M,
+    render: impl FnOnce(&M, &M::Outcome) -> Json,
+) -> Step<Json> {
+    match machine.poll() {
+        Step::Execute(stmt) => Step::Execute(stmt),
+        Step::Draw { below } => Step::Draw { below },
+        Step::Done(outcome) => Step::Done(render(machine, &outcome)),
+    }
+}
+
+struct Claim(LeaseClaim);
+struct Releasing(Release);
+struct Allocating(Allocate);
+struct Publishing(Publish);
+
+impl Reference for Claim {
+    fn poll(&mut self) -> Step<Json> {
+        poll_with(&mut self.0, |_, o| outcome::claimed(o))
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        match self.0.poll() {
+            Step::Done(Ok(lease)) => Ended {
+                lease: Some(lease),
+                ..Ended::default()
+            },
+            _ => Ended::default(),
+        }
+    }
+}
+
+impl Reference for Releasing {
+    fn poll(&mut self) -> Step<Json> {
+        poll_with(&mut self.0, |_, o| outcome::released(o))
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        Ended::default()
+    }
+}
+
+impl Reference for Allocating {
+    fn poll(&mut self) -> Step<Json> {
+        poll_with(&mut self.0, |_, o| outcome::allocated(o))
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        match self.0.poll() {
+            Step::Done(Ok(version)) => Ended {
+                version: Some(version),
+                ..Ended::default()
+            },
+            _ => Ended::default(),
+        }
+    }
+}
+
+impl Reference for Publishing {
+    fn poll(&mut self) -> Step<Json> {
+        poll_with(&mut self.0, |m, o| outcome::published(o, m.lease()))
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        let won = matches!(
+            self.0.poll(),
+            Step::Done(Ok(capcat_proto::PublishOutcome::Won { .. }))
+        );
+        Ended {
+            lease: Some(self.0.lease().clone()),
+            version: None,
+            won,
+        }
+    }
+}
