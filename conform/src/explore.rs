@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 
 use capcat_model_check::publication::config::TICK_NS;
 use capcat_proto::statement::{Expect, Value};
-use capcat_proto::{Config, Failure, Input, Lease, Rows, Statement, Step, Tables};
+use capcat_proto::{
+    CaptureDescriptor, Config, Failure, Input, Lease, PackRef, Rows, Statement, Step, Tables,
+};
 use uuid::Uuid;
 
 use crate::kit::{Failed, Side};
@@ -27,6 +29,46 @@ const FRESH: Uuid = Uuid::from_u128(0x0b0b_0000_0000_4000_8000_0000_0000_0003);
 const CLAIM: Uuid = Uuid::from_u128(0x0c0c_0000_0000_4000_8000_0000_0000_0004);
 /// The id of a publish attempt.
 const PUBLISH: Uuid = Uuid::from_u128(0x0d0d_0000_0000_4000_8000_0000_0000_0005);
+/// The id seed of an index pass.
+const SEED: Uuid = Uuid::from_u128(0x0505_0000_0000_4000_8000_0000_0000_0100);
+
+/// Descriptor `i` of the exploration's index passes, in `pack`: a row with
+/// a value in every column (a NaN and a -0.0 among the summary's floats,
+/// text beyond ASCII), so a driver that mis-encodes any column of the
+/// descriptor INSERT's data differs.
+fn descriptor(i: usize, pack: PackRef) -> CaptureDescriptor {
+    let f = capcat_proto::descriptor::F64Bits::new;
+    let i64 = i as u64;
+    CaptureDescriptor {
+        tenant_id: "kit-tenant".to_owned(),
+        experiment_id: "exp-\u{fc}".to_owned(),
+        run_id: "run-1".to_owned(),
+        captured_at_ns: 1_700_000_000_000_000_000 + i64,
+        capture_id: Uuid::from_u128(0xca97_0000_0000_4000_8000_0000_0000_0000 + u128::from(i64)),
+        locator: capcat_proto::descriptor::Locator {
+            store_id: pack.0,
+            pack_id: pack.1,
+            payload_offset: 4096 * i64,
+            payload_length: 1792,
+            payload_sha256: "ab".repeat(32),
+        },
+        index_version: 0,
+        step: 7 + i64,
+        tensor_name: format!("model.layers.{i}.mlp"),
+        dtype: "bfloat16".to_owned(),
+        shape: vec![896, 1],
+        summary: capcat_proto::descriptor::SummaryColumns {
+            summary_version: 2,
+            element_count: 896,
+            minimum: f(-0.0),
+            maximum: f(3.5),
+            mean: f(f64::NAN),
+            l2_norm: f(1e-310),
+            abs_max: f(f64::INFINITY),
+            zero_fraction: f(0.25),
+        },
+    }
+}
 
 /// A protocol configuration the cases run under.
 #[derive(Debug)]
@@ -76,6 +118,15 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         packs: (0..packs).map(pack).collect::<BTreeSet<_>>(),
         publish_id: PUBLISH,
     };
+    let index = |lease: &Lease, packs: &[u128]| Start::IndexPass {
+        lease: lease.clone(),
+        descriptors: packs
+            .iter()
+            .enumerate()
+            .map(|(i, n)| descriptor(i, pack(*n)))
+            .collect(),
+        id_seed: SEED,
+    };
     vec![
         (
             "acquire-fresh",
@@ -107,6 +158,10 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         ("publish-unsettled", publish(&unsettled, 1, 1)),
         ("publish-version-zero", publish(&own, 0, 1)),
         ("publish-no-packs", publish(&own, 1, 0)),
+        ("index-one", index(&own, &[0])),
+        ("index-two-packs", index(&own, &[0, 1, 1])),
+        ("index-nothing", index(&own, &[])),
+        ("index-unsettled", index(&unsettled, &[0])),
     ]
 }
 

@@ -13,6 +13,7 @@
 //! - [`wire`]: the protocol's JSON, both directions.
 //! - [`start`]: what a driver is asked to start, and capcat-proto's machine
 //!   for it ([`start::Reference`]).
+//! - [`descriptor`]: capture descriptors in an `index_pass` start.
 //! - [`outcome`]: outcomes as JSON, and the normalisation before comparing.
 //! - [`driver`]: the child process.
 //! - [`kit`]: sessions in lockstep, and the comparison.
@@ -23,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod descriptor;
 pub mod driver;
 mod error;
 pub mod explore;

@@ -1,7 +1,10 @@
 //! Outcomes as the protocol writes them (docs/native-writers.md,
 //! "Outcomes"), and the one normalisation the kit applies before comparing.
 
-use capcat_proto::{AllocateError, Lease, LeaseError, LostRace, PublishError, PublishOutcome};
+use capcat_proto::{
+    AllocateError, IndexError, IndexReport, Lease, LeaseError, LostRace, PackRef, PublishError,
+    PublishOutcome,
+};
 use serde_json::{Value as Json, json};
 
 use crate::wire::{failure_json, head_json, lease_json, uuid_json};
@@ -156,6 +159,100 @@ pub fn published(outcome: &Result<PublishOutcome, PublishError>, kept: &Lease) -
             "foreign": uuid_json(*foreign), "all_foreign": ids(all_foreign),
         }}}),
         Err(e) => json!({ "err": publish_error(e) }),
+    };
+    json!({ "outcome": outcome, "lease": lease_json(kept) })
+}
+
+fn packs(set: &std::collections::BTreeSet<PackRef>) -> Json {
+    Json::Array(
+        set.iter()
+            .map(|(store, pack)| json!([store, uuid_json(*pack)]))
+            .collect(),
+    )
+}
+
+fn lost_race(race: &LostRace) -> Json {
+    json!({
+        "version": race.version, "publish_id": uuid_json(race.publish_id),
+        "found": ids(&race.found),
+    })
+}
+
+/// An index pass error.
+pub fn index_error(e: &IndexError) -> Json {
+    match e {
+        IndexError::Exhausted { attempts, last } => json!({
+            "kind": "exhausted", "attempts": attempts, "last": lost_race(last),
+        }),
+        IndexError::LeaseLost {
+            version,
+            publish_id,
+            head,
+        } => json!({
+            "kind": "lease_lost", "version": version, "publish_id": uuid_json(*publish_id),
+            "head": head_json(head),
+        }),
+        IndexError::Unsettled {
+            version,
+            wait_ns,
+            until_ns,
+        } => json!({
+            "kind": "unsettled", "version": version, "wait_ns": wait_ns, "until_ns": until_ns,
+        }),
+        IndexError::Conflict {
+            version,
+            publish_id,
+            foreign,
+            all_foreign,
+            packs: p,
+        } => json!({
+            "kind": "conflict", "version": version, "publish_id": uuid_json(*publish_id),
+            "foreign": uuid_json(*foreign), "all_foreign": ids(all_foreign), "packs": packs(p),
+        }),
+        IndexError::CommitAtVersionZero => json!({ "kind": "commit_at_version_zero" }),
+        IndexError::Allocate(source) => {
+            json!({ "kind": "allocate", "source": allocate_error(source) })
+        }
+        IndexError::Publish(source) => {
+            json!({ "kind": "publish", "source": publish_error(source) })
+        }
+        IndexError::Inventory {
+            version,
+            publish_id,
+            failure,
+        } => json!({
+            "kind": "inventory", "version": version, "publish_id": uuid_json(*publish_id),
+            "failure": failure_json(failure),
+        }),
+        IndexError::Statement { statement, failure } => json!({
+            "kind": "statement", "statement": statement, "failure": failure_json(failure),
+        }),
+        IndexError::Malformed { statement, detail } => malformed(statement, detail),
+        IndexError::UnexpectedInput { expected, got } => unexpected(expected, got),
+        other => json!({ "kind": "unknown", "detail": other.to_string() }),
+    }
+}
+
+/// The done object of an index pass: its outcome and the lease the caller
+/// keeps.
+pub fn indexed(outcome: &Result<IndexReport, IndexError>, kept: &Lease) -> Json {
+    let outcome = match outcome {
+        Ok(IndexReport::NothingToDo { skipped }) => {
+            json!({ "ok": { "nothing_to_do": { "skipped": packs(skipped) }}})
+        }
+        Ok(IndexReport::Indexed {
+            version,
+            publish_id,
+            packs: published,
+            skipped,
+            descriptors,
+            attempts,
+        }) => json!({ "ok": { "indexed": {
+            "version": version, "publish_id": uuid_json(*publish_id),
+            "packs": packs(published), "skipped": packs(skipped),
+            "descriptors": descriptors, "attempts": attempts,
+        }}}),
+        Err(e) => json!({ "err": index_error(e) }),
     };
     json!({ "outcome": outcome, "lease": lease_json(kept) })
 }

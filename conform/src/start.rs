@@ -4,11 +4,13 @@
 use std::collections::BTreeSet;
 
 use capcat_proto::{
-    Allocate, Config, Input, Lease, LeaseClaim, Machine, PackRef, Publish, Release, Step, Tables,
+    Allocate, CaptureDescriptor, Config, IndexPass, Input, Lease, LeaseClaim, Machine, PackRef,
+    Publish, Release, Step, Tables,
 };
 use serde_json::{Value as Json, json};
 use uuid::Uuid;
 
+use crate::descriptor::{descriptor_from, descriptor_json};
 use crate::error::ConformError;
 use crate::outcome;
 use crate::wire::{
@@ -54,10 +56,26 @@ pub enum Start {
         /// This attempt's id.
         publish_id: Uuid,
     },
+    /// `IndexPass::new`.
+    IndexPass {
+        /// The lease indexed under.
+        lease: Lease,
+        /// The descriptors of the batch.
+        descriptors: Vec<CaptureDescriptor>,
+        /// The seed of the attempts' claim and publish ids.
+        id_seed: Uuid,
+    },
 }
 
 /// Every machine name the protocol defines, in the order the kit runs them.
-pub const MACHINES: [&str; 5] = ["acquire", "renew", "release", "allocate", "publish"];
+pub const MACHINES: [&str; 6] = [
+    "acquire",
+    "renew",
+    "release",
+    "allocate",
+    "publish",
+    "index_pass",
+];
 
 impl Start {
     /// The machine's protocol name.
@@ -68,6 +86,7 @@ impl Start {
             Self::Release { .. } => "release",
             Self::Allocate { .. } => "allocate",
             Self::Publish { .. } => "publish",
+            Self::IndexPass { .. } => "index_pass",
         }
     }
 
@@ -97,6 +116,15 @@ impl Start {
                 "version": version,
                 "packs": packs.iter().map(|(s, p)| json!([s, uuid_json(*p)])).collect::<Vec<_>>(),
                 "publish_id": uuid_json(*publish_id),
+            }),
+            Self::IndexPass {
+                lease,
+                descriptors,
+                id_seed,
+            } => json!({
+                "lease": lease_json(lease),
+                "descriptors": descriptors.iter().map(descriptor_json).collect::<Vec<_>>(),
+                "id_seed": uuid_json(*id_seed),
             }),
         }
     }
@@ -145,6 +173,16 @@ impl Start {
                     publish_id: uuid_field(args, "publish_id")?,
                 }
             }
+            "index_pass" => Self::IndexPass {
+                lease: lease_from(field(args, "lease")?)?,
+                descriptors: field(args, "descriptors")?
+                    .as_array()
+                    .ok_or_else(|| bad("`descriptors` is not a list".into()))?
+                    .iter()
+                    .map(descriptor_from)
+                    .collect::<Result<_, _>>()?,
+                id_seed: uuid_field(args, "id_seed")?,
+            },
             other => return Err(bad(format!("unknown machine `{other}`"))),
         })
     }
@@ -175,6 +213,17 @@ impl Start {
                 publish_id,
             } => Box::new(Publishing(Publish::new(
                 tables, cfg, lease, version, packs, publish_id,
+            ))),
+            Self::IndexPass {
+                lease,
+                descriptors,
+                id_seed,
+            } => Box::new(Indexing(IndexPass::new(
+                tables,
+                cfg,
+                lease,
+                descriptors,
+                id_seed,
             ))),
         }
     }
@@ -258,6 +307,7 @@ struct Claim(LeaseClaim);
 struct Releasing(Release);
 struct Allocating(Allocate);
 struct Publishing(Publish);
+struct Indexing(IndexPass);
 
 impl Reference for Claim {
     fn poll(&mut self) -> Step<Json> {
@@ -318,6 +368,26 @@ impl Reference for Publishing {
         let won = matches!(
             self.0.poll(),
             Step::Done(Ok(capcat_proto::PublishOutcome::Won { .. }))
+        );
+        Ended {
+            lease: Some(self.0.lease().clone()),
+            version: None,
+            won,
+        }
+    }
+}
+
+impl Reference for Indexing {
+    fn poll(&mut self) -> Step<Json> {
+        poll_with(&mut self.0, |m, o| outcome::indexed(o, m.lease()))
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        let won = matches!(
+            self.0.poll(),
+            Step::Done(Ok(capcat_proto::IndexReport::Indexed { .. }))
         );
         Ended {
             lease: Some(self.0.lease().clone()),
