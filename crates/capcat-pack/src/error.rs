@@ -217,6 +217,38 @@ pub enum PackError {
         /// The verified digest of the pack read.
         actual: Sha256Digest,
     },
+    /// A record's summary, recomputed from its payload bytes, differs from
+    /// the summary the caller holds (a manifest's, a catalog row's):
+    /// [`crate::PackReader::verify_summary`]. `field` is the first field
+    /// that differs, in [`crate::TensorSummary`] order; the values are
+    /// spelled as in JSON (`1` for an exact integer, `1.0` for a float,
+    /// `null` for an absent statistic).
+    #[error(
+        "record {index}: summary field `{field}`: expected {expected}, recomputed from the payload {actual}"
+    )]
+    #[non_exhaustive]
+    SummaryMismatch {
+        /// The record index.
+        index: usize,
+        /// The JSON name of the first field that differs.
+        field: &'static str,
+        /// The caller's value.
+        expected: String,
+        /// The value recomputed from the payload bytes.
+        actual: String,
+    },
+    /// The whole file's CRC-64/NVME is not the one the caller holds (the
+    /// store's `capcat-crc64nvme`, a manifest's `crc64nvme`): the pack
+    /// carries no CRC of its own (docs/pack-format.md section 4), so only a
+    /// caller holding one can compare it: [`crate::PackReader::verify_crc64nvme`].
+    #[error("CRC-64/NVME mismatch: expected {expected:016x}, the file's bytes give {actual:016x}")]
+    #[non_exhaustive]
+    Crc64NvmeMismatch {
+        /// The CRC the caller holds.
+        expected: u64,
+        /// The CRC of the file's bytes.
+        actual: u64,
+    },
     /// A `BOOL` payload holds a byte other than 0 or 1.
     #[error("{context}: BOOL element {position} is byte {byte}, not 0 or 1")]
     InvalidBool {

@@ -344,6 +344,41 @@ impl PackReader {
         Ok(TensorSummary::of_values(&self.values(index)?))
     }
 
+    /// Recomputes record `index`'s [`TensorSummary`] from its payload bytes
+    /// and compares it with `expected`, field by field: floats bit for bit,
+    /// and an exact integer statistic never equals a float (see
+    /// [`PackError::SummaryMismatch`]). Returns the recomputed summary.
+    ///
+    /// A pack carries no summaries (docs/pack-format.md section 6); this
+    /// checks one a catalog row or a manifest recorded for the payload.
+    pub fn verify_summary(
+        &self,
+        index: usize,
+        expected: &TensorSummary,
+    ) -> Result<TensorSummary, PackError> {
+        let actual = self.summary(index)?;
+        match actual.first_difference(expected) {
+            None => Ok(actual),
+            Some(difference) => Err(PackError::SummaryMismatch {
+                index,
+                field: difference.field,
+                expected: difference.expected,
+                actual: difference.actual,
+            }),
+        }
+    }
+
+    /// Checks the whole file's CRC-64/NVME against `expected` (see
+    /// [`PackError::Crc64NvmeMismatch`]).
+    pub fn verify_crc64nvme(&self, expected: u64) -> Result<(), PackError> {
+        let actual = self.crc64nvme();
+        if actual == expected {
+            Ok(())
+        } else {
+            Err(PackError::Crc64NvmeMismatch { expected, actual })
+        }
+    }
+
     /// Record `index`'s metadata and digest.
     pub fn record(&self, index: usize) -> Result<&RecordEntry, PackError> {
         let records = self.records();

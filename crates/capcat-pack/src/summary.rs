@@ -142,6 +142,103 @@ impl TensorSummary {
     }
 }
 
+/// One field in which two summaries differ: its JSON name, the expected
+/// value and the actual one, each spelled as in JSON (`1` for an integer,
+/// `1.0` for a float, `null` for an absent statistic).
+pub(crate) struct SummaryDifference {
+    pub(crate) field: &'static str,
+    pub(crate) expected: String,
+    pub(crate) actual: String,
+}
+
+impl TensorSummary {
+    /// The first field, in declaration order, in which `self` differs from
+    /// `expected`, or `None` when they are equal. Floats are compared bit
+    /// for bit (so `-0.0` differs from `0.0`, as the order statistics can),
+    /// and an integer statistic differs from a float of the same value: an
+    /// integer dtype's order statistics are exact integers (docs/pack-format.md
+    /// section 6).
+    pub(crate) fn first_difference(&self, expected: &TensorSummary) -> Option<SummaryDifference> {
+        fn float(v: f64) -> String {
+            // `{:?}` keeps a fraction or an exponent (`1.0`, `1e300`), as
+            // the JSON spelling does.
+            format!("{v:?}")
+        }
+        fn scalar(v: Option<SummaryScalar>) -> String {
+            match v {
+                None => "null".to_owned(),
+                Some(SummaryScalar::Int(i)) => i.to_string(),
+                Some(SummaryScalar::Float(f)) => float(f),
+            }
+        }
+        fn same_scalar(a: Option<SummaryScalar>, b: Option<SummaryScalar>) -> bool {
+            match (a, b) {
+                (Some(SummaryScalar::Float(x)), Some(SummaryScalar::Float(y))) => {
+                    x.to_bits() == y.to_bits()
+                }
+                _ => a == b,
+            }
+        }
+        fn same_float(a: Option<f64>, b: Option<f64>) -> bool {
+            a.map(f64::to_bits) == b.map(f64::to_bits)
+        }
+        let opt_float = |v: Option<f64>| v.map_or_else(|| "null".to_owned(), float);
+        let differs = |field, expected: String, actual: String| {
+            Some(SummaryDifference {
+                field,
+                expected,
+                actual,
+            })
+        };
+        let (a, e) = (self, expected);
+        if a.summary_version != e.summary_version {
+            return differs(
+                "summary_version",
+                e.summary_version.to_string(),
+                a.summary_version.to_string(),
+            );
+        }
+        if a.dtype != e.dtype {
+            return differs("dtype", e.dtype.to_string(), a.dtype.to_string());
+        }
+        if a.element_count != e.element_count {
+            return differs(
+                "element_count",
+                e.element_count.to_string(),
+                a.element_count.to_string(),
+            );
+        }
+        for (field, x, y) in [
+            ("minimum", a.minimum, e.minimum),
+            ("maximum", a.maximum, e.maximum),
+            ("abs_max", a.abs_max, e.abs_max),
+        ] {
+            if !same_scalar(x, y) {
+                return differs(field, scalar(y), scalar(x));
+            }
+        }
+        for (field, x, y) in [
+            ("mean", a.mean, e.mean),
+            ("l2_norm", Some(a.l2_norm), Some(e.l2_norm)),
+            ("zero_fraction", a.zero_fraction, e.zero_fraction),
+        ] {
+            if !same_float(x, y) {
+                return differs(field, opt_float(y), opt_float(x));
+            }
+        }
+        for (field, x, y) in [
+            ("nan_count", a.nan_count, e.nan_count),
+            ("pos_inf_count", a.pos_inf_count, e.pos_inf_count),
+            ("neg_inf_count", a.neg_inf_count, e.neg_inf_count),
+        ] {
+            if x != y {
+                return differs(field, y.to_string(), x.to_string());
+            }
+        }
+        None
+    }
+}
+
 #[expect(
     clippy::cast_precision_loss,
     reason = "mean and l2_norm are documented approximations"

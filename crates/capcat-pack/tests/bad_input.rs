@@ -5,7 +5,7 @@ mod common;
 use bytes::Bytes;
 use capcat_pack::{
     DIGEST_KEY, Dtype, METADATA_KEY, PackError, PackLimits, PackReader, PackWriter, SealedPack,
-    Sha256Digest, TensorValues,
+    Sha256Digest, SummaryScalar, TensorSummary, TensorValues,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -655,6 +655,84 @@ fn out_of_range_record_indexes_are_typed_errors() {
         reader.values(9),
         Err(PackError::RecordIndexOutOfRange { .. })
     ));
+}
+
+#[test]
+fn a_summary_or_crc_other_than_the_callers_is_refused_naming_the_first_difference() {
+    let pack = sample();
+    let reader = PackReader::from_bytes(pack.bytes.clone()).expect("valid");
+    // Record 2 is I64 [-1, i64::MAX]: exact integer order statistics.
+    let recomputed = reader.summary(2).expect("a record");
+    assert_eq!(
+        reader
+            .verify_summary(2, &recomputed)
+            .expect("its own summary"),
+        recomputed
+    );
+    let refused = |expected: &TensorSummary| match reader.verify_summary(2, expected) {
+        Err(PackError::SummaryMismatch {
+            index: 2,
+            field,
+            expected,
+            actual,
+            ..
+        }) => (field, expected, actual),
+        other => panic!("expected a summary mismatch, got {other:?}"),
+    };
+    // The same value as a float is not the exact integer.
+    let mut expected = recomputed.clone();
+    expected.maximum = Some(SummaryScalar::Float(9.223_372_036_854_776e18));
+    assert_eq!(
+        refused(&expected),
+        (
+            "maximum",
+            "9.223372036854776e18".to_owned(),
+            "9223372036854775807".to_owned()
+        )
+    );
+    // The first field that differs is named, in declaration order.
+    let mut expected = recomputed.clone();
+    expected.l2_norm = f64::from_bits(recomputed.l2_norm.to_bits() + 1);
+    expected.nan_count = 1;
+    assert_eq!(refused(&expected).0, "l2_norm");
+    let mut expected = recomputed.clone();
+    expected.zero_fraction = None;
+    assert_eq!(
+        refused(&expected),
+        ("zero_fraction", "null".to_owned(), "0.0".to_owned())
+    );
+
+    // A float order statistic is compared bit for bit: -0.0 is not 0.0.
+    let mut writer = PackWriter::new(Uuid::from_u128(8), PackLimits::default());
+    writer
+        .append_values(
+            common::meta(0, Dtype::F32, &[2]),
+            &TensorValues::F32(vec![-0.0, 0.0]),
+        )
+        .expect("valid");
+    let zeros = PackReader::from_bytes(writer.seal().expect("seals").bytes).expect("valid");
+    let mut expected = zeros.summary(0).expect("a record");
+    assert_eq!(expected.minimum, Some(SummaryScalar::Float(-0.0)));
+    expected.minimum = Some(SummaryScalar::Float(0.0));
+    assert!(matches!(
+        zeros.verify_summary(0, &expected),
+        Err(PackError::SummaryMismatch {
+            field: "minimum",
+            ..
+        })
+    ));
+
+    reader
+        .verify_crc64nvme(pack.info.crc64nvme)
+        .expect("the sealed CRC");
+    let error = reader
+        .verify_crc64nvme(pack.info.crc64nvme ^ 1)
+        .expect_err("another CRC");
+    assert!(
+        matches!(error, PackError::Crc64NvmeMismatch { expected, actual, .. }
+            if expected == pack.info.crc64nvme ^ 1 && actual == pack.info.crc64nvme),
+        "{error}"
+    );
 }
 
 #[test]
