@@ -6,6 +6,7 @@ mod commands;
 mod demo;
 mod engine_fetch;
 mod ingest;
+mod pack_verify;
 mod progress;
 mod settings;
 mod sql_walk;
@@ -183,6 +184,11 @@ enum Command {
         #[arg(long)]
         read_data: bool,
     },
+    /// Check pack files on their own, without a catalog or a store.
+    Pack {
+        #[command(subcommand)]
+        action: PackAction,
+    },
     /// Check or drop the catalog schema.
     Schema {
         #[command(subcommand)]
@@ -213,6 +219,35 @@ enum Command {
         wait: commands::LeaseWait,
         #[command(flatten)]
         stall: commands::StallTimeout,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PackAction {
+    /// Check pack files written by any implementation (a native C++ or
+    /// Python writer included), without a catalog or a store: the
+    /// safetensors framing and header, the format version, the tensor
+    /// entries and their tiling, the pack digest, the descriptor, every
+    /// record against its entry, every payload's SHA-256 and every BOOL
+    /// byte (docs/pack-format.md, "Checking a pack written natively").
+    ///
+    /// Prints one line per file: `ok` with its format version, record
+    /// count, payload bytes and pack id, or `FAIL` with the first
+    /// difference: the check, the record and the expected and actual
+    /// values. Exits non-zero when any file fails. Writes nothing.
+    Verify {
+        /// Also compare the pack with this manifest (the format of the
+        /// golden vectors' manifest.json, docs/pack-format.md section 7):
+        /// pack id, byte length, pack digest, CRC-64/NVME, and every
+        /// record's key, capture id, tensor name, dtype, shape, offset,
+        /// length, digest and summary, recomputed from the payload. A pack
+        /// carries neither summaries nor a CRC, so only a manifest can
+        /// check them. Takes exactly one FILE.
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        /// The pack files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
 }
 
@@ -342,6 +377,15 @@ pub(crate) enum CliError {
         /// The store checked.
         store_id: String,
     },
+    /// `capcat pack verify` found pack files that fail a check (each is
+    /// reported on its own line).
+    #[error("{failed} of {checked} pack file(s) failed verification")]
+    PacksInvalid {
+        /// Files that failed.
+        failed: usize,
+        /// Files checked.
+        checked: usize,
+    },
     /// An object store operation failed.
     #[error("object store: {0}")]
     Store(#[from] capcat_s3::StoreError),
@@ -436,5 +480,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Reconcile { wait, stall } => commands::reconcile(&common, wait, stall).await,
         Command::Drain { wait, stall } => commands::drain(&common, wait, stall).await,
         Command::Verify { read_data } => verify::verify(&common, read_data).await,
+        Command::Pack {
+            action: PackAction::Verify { manifest, files },
+        } => pack_verify::verify(&files, manifest.as_deref()),
     }
 }
