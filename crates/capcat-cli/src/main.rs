@@ -369,7 +369,7 @@ pub(crate) enum CliError {
     /// `capcat verify` had nothing to check: the catalog admits no pack of
     /// this store.
     #[error(
-        "nothing to verify: the catalog admits no pack of store {store_id:?} at version          {pinned} (check --prefix and store_id)"
+        "nothing to verify: the catalog admits no pack of store {store_id:?} at version {pinned} (check --prefix and store_id)"
     )]
     NothingVerified {
         /// The version pinned.
