@@ -2,8 +2,6 @@
 //! against catalogs in several states, with the answer at each step (and at
 //! up to two steps of a run) replaced by every other shape it can take.
 
-use std::collections::BTreeSet;
-
 use capcat_model_check::publication::config::TICK_NS;
 use capcat_proto::statement::{Expect, Value};
 use capcat_proto::{
@@ -115,7 +113,7 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
     let publish = |lease: &Lease, version: u64, packs: u128| Start::Publish {
         lease: lease.clone(),
         version,
-        packs: (0..packs).map(pack).collect::<BTreeSet<_>>(),
+        packs: (0..packs).map(pack).collect(),
         publish_id: PUBLISH,
     };
     let index = |lease: &Lease, packs: &[u128]| Start::IndexPass {
@@ -156,6 +154,17 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         ("publish-one", publish(&own, 1, 1)),
         ("publish-chunks", publish(&own, 2, 3)),
         ("publish-unsettled", publish(&unsettled, 1, 1)),
+        (
+            "publish-unsorted",
+            // Listed out of order and with a repeat: the machine publishes
+            // the set, sorted, and counts each pack once.
+            Start::Publish {
+                lease: own.clone(),
+                version: 1,
+                packs: [2, 0, 2, 1].into_iter().map(pack).collect(),
+                publish_id: PUBLISH,
+            },
+        ),
         ("publish-version-zero", publish(&own, 0, 1)),
         ("publish-no-packs", publish(&own, 1, 0)),
         ("index-one", index(&own, &[0])),
@@ -197,10 +206,23 @@ pub enum Alt {
     DrawOutside,
     /// Rows where a draw was asked for.
     RowsNotDrawn,
+    /// The engine's rows with every unsigned integer sent as a
+    /// (non-negative) signed one, which a reader of `UInt64` accepts.
+    SignedValues,
+    /// The engine's rows with every `live` flag 2: a flag is 0 or 1.
+    FlagTwo,
+    /// The engine's rows and one more whose every value is a string.
+    BadExtraRow,
+    /// The engine's rows and two more: the first row again under two other
+    /// publishers' ids, the larger id first.
+    TwoRivals,
+    /// The engine's rows under another publisher's ids, every `live` flag
+    /// 0: a dead stranger's head.
+    DeadRival,
 }
 
 impl Alt {
-    const ALL: [Alt; 14] = [
+    const ALL: [Alt; 19] = [
         Alt::ServerError,
         Alt::Timeout,
         Alt::TimeoutLanded,
@@ -215,6 +237,11 @@ impl Alt {
         Alt::DrawTop,
         Alt::DrawOutside,
         Alt::RowsNotDrawn,
+        Alt::SignedValues,
+        Alt::FlagTwo,
+        Alt::BadExtraRow,
+        Alt::TwoRivals,
+        Alt::DeadRival,
     ];
 
     /// The answers varied at a second step of the same run: those that
@@ -244,6 +271,11 @@ impl Alt {
             Alt::DrawTop => "draw-top",
             Alt::DrawOutside => "draw-outside",
             Alt::RowsNotDrawn => "rows-not-drawn",
+            Alt::SignedValues => "signed-values",
+            Alt::FlagTwo => "flag-two",
+            Alt::BadExtraRow => "bad-extra-row",
+            Alt::TwoRivals => "two-rivals",
+            Alt::DeadRival => "dead-rival",
         }
     }
 
@@ -268,8 +300,13 @@ impl Alt {
                     | Alt::DrawnNotRows
                     | Alt::Late
             ),
-            Shape::Read { rows } => match self {
-                Alt::RivalRow | Alt::NoRows => rows,
+            Shape::Read { rows, flags } => match self {
+                Alt::RivalRow
+                | Alt::NoRows
+                | Alt::SignedValues
+                | Alt::BadExtraRow
+                | Alt::TwoRivals => rows,
+                Alt::FlagTwo | Alt::DeadRival => rows && flags,
                 Alt::TimeoutLanded | Alt::DrawTop | Alt::DrawOutside | Alt::RowsNotDrawn => false,
                 _ => true,
             },
@@ -291,6 +328,8 @@ pub enum Shape {
     Read {
         /// Whether the engine's answer had rows.
         rows: bool,
+        /// Whether it has `live` flag columns.
+        flags: bool,
     },
 }
 
@@ -402,6 +441,33 @@ impl Case {
     }
 }
 
+/// Another publisher's id that sorts after [`FOREIGN`] (in byte order, as
+/// the outcomes list ids, and in ClickHouse's order).
+const FOREIGN_HIGH: Uuid = Uuid::from_u128(0xf0f0_0000_0000_4000_8000_0000_0000_0f02);
+
+/// `row` with every UUID replaced by `id`.
+fn with_ids(row: &[Value], id: Uuid) -> Vec<Value> {
+    row.iter()
+        .map(|v| match v {
+            Value::Uuid(_) => Value::Uuid(id),
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// The positions of a read's `live` flags (`live`, `term_live`).
+fn flag_columns(stmt: &Statement) -> Vec<usize> {
+    match &stmt.expect {
+        Expect::Rows(columns) => columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name.ends_with("live"))
+            .map(|(i, _)| i)
+            .collect(),
+        Expect::Nothing => Vec::new(),
+    }
+}
+
 fn draw_answer(below: u64, alt: Option<Alt>) -> Input {
     match alt {
         Some(Alt::DrawTop) => Input::Drawn(below - 1),
@@ -440,6 +506,7 @@ fn answer(
     } else {
         Shape::Read {
             rows: !rows.0.is_empty(),
+            flags: !flag_columns(stmt).is_empty(),
         }
     };
     let input = match alt {
@@ -473,6 +540,69 @@ fn answer(
             Input::Rows(rows)
         }
         Some(Alt::NoRows) => Input::Rows(Rows::empty()),
+        Some(Alt::SignedValues) => Input::Rows(Rows(
+            rows.0
+                .into_iter()
+                .map(|row| {
+                    row.into_iter()
+                        .map(|v| match v {
+                            Value::UInt64(n) => {
+                                i64::try_from(n).map_or(Value::UInt64(n), Value::Int64)
+                            }
+                            other => other,
+                        })
+                        .collect()
+                })
+                .collect(),
+        )),
+        Some(Alt::FlagTwo) => {
+            let flags = flag_columns(stmt);
+            Input::Rows(Rows(
+                rows.0
+                    .into_iter()
+                    .map(|mut row| {
+                        for i in &flags {
+                            if let Some(v) = row.get_mut(*i) {
+                                *v = Value::UInt64(2);
+                            }
+                        }
+                        row
+                    })
+                    .collect(),
+            ))
+        }
+        Some(Alt::BadExtraRow) => {
+            let mut rows = rows;
+            let width = rows.0.first().map_or(1, Vec::len);
+            rows.0.push(vec![Value::String("kit".to_owned()); width]);
+            Input::Rows(rows)
+        }
+        Some(Alt::TwoRivals) => {
+            let mut rows = rows;
+            if let Some(first) = rows.0.first().cloned() {
+                for id in [FOREIGN_HIGH, FOREIGN] {
+                    rows.0.push(with_ids(&first, id));
+                }
+            }
+            Input::Rows(rows)
+        }
+        Some(Alt::DeadRival) => {
+            let flags = flag_columns(stmt);
+            Input::Rows(Rows(
+                rows.0
+                    .iter()
+                    .map(|row| {
+                        let mut row = with_ids(row, FOREIGN);
+                        for i in &flags {
+                            if let Some(v) = row.get_mut(*i) {
+                                *v = Value::UInt64(0);
+                            }
+                        }
+                        row
+                    })
+                    .collect(),
+            ))
+        }
         Some(Alt::DrawnNotRows) => Input::Drawn(0),
         Some(Alt::DrawTop | Alt::DrawOutside | Alt::RowsNotDrawn) => engine,
     };

@@ -51,8 +51,9 @@ pub enum Start {
         lease: Lease,
         /// The version.
         version: u64,
-        /// The packs.
-        packs: BTreeSet<PackRef>,
+        /// The packs, in the order the `start` message lists them (a driver
+        /// must treat them as a set: sorted, each once).
+        packs: Vec<PackRef>,
         /// This attempt's id.
         publish_id: Uuid,
     },
@@ -151,7 +152,7 @@ impl Start {
                 claim_id: uuid_field(args, "claim_id")?,
             },
             "publish" => {
-                let mut packs = BTreeSet::new();
+                let mut packs = Vec::new();
                 let list = field(args, "packs")?
                     .as_array()
                     .ok_or_else(|| bad("`packs` is not a list".into()))?;
@@ -164,7 +165,7 @@ impl Start {
                         .as_str()
                         .ok_or_else(|| bad(format!("a store id is not a string: {store}")))?;
                     let pack = uuid_field(&json!({ "id": pack }), "id")?;
-                    packs.insert((store.to_owned(), pack));
+                    packs.push((store.to_owned(), pack));
                 }
                 Self::Publish {
                     lease: lease_from(field(args, "lease")?)?,
@@ -212,7 +213,12 @@ impl Start {
                 packs,
                 publish_id,
             } => Box::new(Publishing(Publish::new(
-                tables, cfg, lease, version, packs, publish_id,
+                tables,
+                cfg,
+                lease,
+                version,
+                packs.into_iter().collect::<BTreeSet<_>>(),
+                publish_id,
             ))),
             Self::IndexPass {
                 lease,

@@ -11,12 +11,16 @@ use std::process::Command;
 
 use crate::{Result, cache};
 
-/// The packages the check script imports.
-const PACKAGES: [&str; 2] = ["safetensors", "numpy"];
+/// The packages the check script imports, and pytest, which runs the
+/// Python implementation of the protocol under the conformance kit
+/// (`cargo xtask conform`).
+const PACKAGES: [&str; 3] = ["safetensors", "numpy", "pytest"];
 
 /// Written into the venv after `pip install` succeeded, so a venv left half
 /// built by an interrupted run is rebuilt rather than trusted.
-const READY_MARKER: &str = ".capcat-golden-ready";
+/// Its name changes with [`PACKAGES`], so a venv built for an older list is
+/// rebuilt.
+const READY_MARKER: &str = ".capcat-golden-ready-pytest";
 
 /// Runs the Python cross-check of `tests/data/golden/`.
 pub(crate) fn check_python() -> Result<()> {
@@ -40,7 +44,7 @@ pub(crate) fn check_python() -> Result<()> {
 
 /// The venv's interpreter, creating the venv and installing [`PACKAGES`]
 /// when the ready marker is absent.
-fn ensure_venv() -> Result<PathBuf> {
+pub(crate) fn ensure_venv() -> Result<PathBuf> {
     let venv = cache::dir()?.join("golden-venv");
     let python = venv.join("bin").join("python");
     if venv.join(READY_MARKER).is_file() && python.is_file() {

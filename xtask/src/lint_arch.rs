@@ -7,7 +7,7 @@
 //!    capcat-pack} -> capcat-proto, and capcat-clickhouse -> capcat-chdb;
 //!    capcat-proto and capcat-chdb depend on no capcat crate). A
 //!    dev-dependency may reach lower or sideways, never upward. The tools
-//!    (model-check, tests, benches, xtask) may depend on anything, and
+//!    (model-check, conform, tests, benches, xtask) may depend on anything, and
 //!    nothing depends on them.
 //! 2. **Rejected designs stay in the designs module.** No file under
 //!    `crates/capcat-proto/src` outside `crates/capcat-proto/src/designs/`
@@ -109,6 +109,11 @@ const LAYERS: &[Placement] = &[
     },
     Placement {
         name: "capcat-model-check",
+        role: Role::Tool,
+        may_depend_on: &[],
+    },
+    Placement {
+        name: "capcat-conform",
         role: Role::Tool,
         may_depend_on: &[],
     },

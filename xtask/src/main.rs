@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cache;
+mod conform;
 mod corpus;
 mod engine;
 mod fuzz;
@@ -37,6 +38,8 @@ commands:
   check-specs        parse spec/*.tla and check their names against the model
   check-golden       open the golden pack from Python and compare it with
                      its manifest
+  conform            run the conformance kit against the Python implementation
+                     of the protocol (tests/conform-python, with pytest)
   lint-arch          check the crate layering (cargo metadata) and that
                      rejected protocol designs stay in capcat-proto's designs/
   corpus [--check]   regenerate the model's trace corpus (tests/corpus); with
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         "build-s3-server" => s3_server::ensure_binary().map(|path| println!("{}", path.display())),
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
+        "conform" => conform::run(),
         "lint-arch" => lint_arch::run(),
         "corpus" => corpus::run(rest),
         "model" => model::run(rest),

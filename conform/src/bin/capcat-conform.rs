@@ -1,6 +1,7 @@
 //! `capcat-conform --driver CMD`: runs the conformance kit against an
 //! implementation of the protocol (docs/native-writers.md).
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -34,8 +35,14 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     if args.list {
+        // Written by hand rather than with println!, which panics when the
+        // reader goes away (`capcat-conform --list | head`).
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
         for name in run::names(args.walks) {
-            println!("{name}");
+            if writeln!(out, "{name}").is_err() {
+                break;
+            }
         }
         return ExitCode::SUCCESS;
     }
