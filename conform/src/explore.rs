@@ -3,6 +3,7 @@
 //! up to two steps of a run) replaced by every other shape it can take.
 
 use capcat_model_check::publication::config::TICK_NS;
+use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_proto::statement::{Expect, Value};
 use capcat_proto::{
     CaptureDescriptor, Config, Failure, Input, Lease, PackRef, Rows, Statement, Step, Tables,
@@ -30,6 +31,28 @@ const PUBLISH: Uuid = Uuid::from_u128(0x0d0d_0000_0000_4000_8000_0000_0000_0005)
 /// The id seed of an index pass.
 const SEED: Uuid = Uuid::from_u128(0x0505_0000_0000_4000_8000_0000_0000_0100);
 
+/// The tenant of the exploration's captures.
+const TENANT: &str = "kit-tenant";
+
+/// The id of capture `n`.
+fn capture_id(n: u128) -> Uuid {
+    Uuid::from_u128(0xca97_0000_0000_4000_8000_0000_0000_0000 + n)
+}
+
+/// The captures the exploration's catalog answers reads with: three of
+/// the tenant, in two packs, out of key order.
+fn captures() -> Vec<CaptureDescriptor> {
+    let pack = |n: u128| ("kit-store".to_owned(), Uuid::from_u128(0x0e0e_0000 + n));
+    let mut out: Vec<CaptureDescriptor> = [(2, 1), (0, 0), (1, 1)]
+        .into_iter()
+        .map(|(i, p)| descriptor(i, pack(p)))
+        .collect();
+    for d in &mut out {
+        d.index_version = 1;
+    }
+    out
+}
+
 /// Descriptor `i` of the exploration's index passes, in `pack`: a row with
 /// a value in every column (a NaN and a -0.0 among the summary's floats,
 /// text beyond ASCII), so a driver that mis-encodes any column of the
@@ -42,7 +65,7 @@ fn descriptor(i: usize, pack: PackRef) -> CaptureDescriptor {
         experiment_id: "exp-\u{fc}".to_owned(),
         run_id: "run-1".to_owned(),
         captured_at_ns: 1_700_000_000_000_000_000 + i64,
-        capture_id: Uuid::from_u128(0xca97_0000_0000_4000_8000_0000_0000_0000 + u128::from(i64)),
+        capture_id: capture_id(u128::from(i64)),
         locator: capcat_proto::descriptor::Locator {
             store_id: pack.0,
             pack_id: pack.1,
@@ -116,6 +139,23 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         packs: (0..packs).map(pack).collect(),
         publish_id: PUBLISH,
     };
+    let search = |query: SearchQuery| Start::SearchPage {
+        query: Box::new(query),
+    };
+    let query = |size: u64, after: Option<&CaptureDescriptor>| SearchQuery {
+        filter: SearchFilter {
+            tenant_id: TENANT.to_owned(),
+            ..SearchFilter::default()
+        },
+        cursor: after.map(|d| Cursor::after(0, d)),
+        page_size: PageSize::new(size).unwrap_or_default(),
+    };
+    // Ids 0, 1 and 2 are the catalog's captures; any other is missing.
+    let lookup = |ids: &[u128], pinned: u64| Start::GetByIds {
+        tenant: TENANT.to_owned(),
+        ids: ids.iter().map(|n| capture_id(*n)).collect(),
+        pinned,
+    };
     let index = |lease: &Lease, packs: &[u128]| Start::IndexPass {
         lease: lease.clone(),
         descriptors: packs
@@ -171,6 +211,38 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         ("index-two-packs", index(&own, &[0, 1, 1])),
         ("index-nothing", index(&own, &[])),
         ("index-unsettled", index(&unsettled, &[0])),
+        ("search-first", search(query(2, None))),
+        ("search-after", search(query(2, Some(&captures()[0])))),
+        (
+            "search-inverted-range",
+            search(SearchQuery {
+                filter: SearchFilter {
+                    step: Range {
+                        from: Some(5),
+                        until: Some(2),
+                    },
+                    ..query(2, None).filter
+                },
+                ..query(2, None)
+            }),
+        ),
+        (
+            "search-foreign-cursor",
+            search(SearchQuery {
+                cursor: Some(Cursor::after(
+                    0,
+                    &CaptureDescriptor {
+                        tenant_id: "kit-other".to_owned(),
+                        ..captures()[0].clone()
+                    },
+                )),
+                ..query(2, None)
+            }),
+        ),
+        ("search-no-tenant", search(SearchQuery::default())),
+        ("get-some", lookup(&[0, 2, 9], 0)),
+        ("get-two-chunks", lookup(&(0..1001).collect::<Vec<_>>(), 0)),
+        ("get-ahead", lookup(&[1], 5)),
     ]
 }
 
@@ -411,6 +483,7 @@ impl Case {
                 Failed::Driver(crate::ConformError::UnknownCase { name: self.name() })
             })?;
         let mut catalog = self.world.catalog(&cfg);
+        catalog.captures = captures();
         let ttl_ticks = u8::try_from(cfg.lease_ttl_ns() / TICK_NS).unwrap_or(u8::MAX);
         let start_machine = start.machine();
         let mut open = side.open(Started {

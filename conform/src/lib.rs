@@ -14,6 +14,7 @@
 //! - [`start`]: what a driver is asked to start, and capcat-proto's machine
 //!   for it ([`start::Reference`]).
 //! - [`descriptor`]: capture descriptors in an `index_pass` start.
+//! - [`reader`]: the reader machines' starts, outcomes and answers.
 //! - [`outcome`]: outcomes as JSON, and the normalisation before comparing.
 //! - [`driver`]: the child process.
 //! - [`kit`]: sessions in lockstep, and the comparison.
@@ -30,6 +31,7 @@ mod error;
 pub mod explore;
 pub mod kit;
 pub mod outcome;
+pub mod reader;
 pub mod run;
 pub mod start;
 pub mod walk;

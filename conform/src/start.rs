@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use capcat_proto::reader::SearchQuery;
 use capcat_proto::{
     Allocate, CaptureDescriptor, Config, IndexPass, Input, Lease, LeaseClaim, Machine, PackRef,
     Publish, Release, Step, Tables,
@@ -57,6 +58,20 @@ pub enum Start {
         /// This attempt's id.
         publish_id: Uuid,
     },
+    /// `SearchPage::new`.
+    SearchPage {
+        /// The query (boxed: it is the largest start by far).
+        query: Box<SearchQuery>,
+    },
+    /// `GetByIds::new`.
+    GetByIds {
+        /// The tenant.
+        tenant: String,
+        /// The ids, in the order the `start` message lists them (a set).
+        ids: Vec<Uuid>,
+        /// The pinned version.
+        pinned: u64,
+    },
     /// `IndexPass::new`.
     IndexPass {
         /// The lease indexed under.
@@ -69,13 +84,15 @@ pub enum Start {
 }
 
 /// Every machine name the protocol defines, in the order the kit runs them.
-pub const MACHINES: [&str; 6] = [
+pub const MACHINES: [&str; 8] = [
     "acquire",
     "renew",
     "release",
     "allocate",
     "publish",
     "index_pass",
+    "search_page",
+    "get_by_ids",
 ];
 
 impl Start {
@@ -88,6 +105,8 @@ impl Start {
             Self::Allocate { .. } => "allocate",
             Self::Publish { .. } => "publish",
             Self::IndexPass { .. } => "index_pass",
+            Self::SearchPage { .. } => "search_page",
+            Self::GetByIds { .. } => "get_by_ids",
         }
     }
 
@@ -117,6 +136,16 @@ impl Start {
                 "version": version,
                 "packs": packs.iter().map(|(s, p)| json!([s, uuid_json(*p)])).collect::<Vec<_>>(),
                 "publish_id": uuid_json(*publish_id),
+            }),
+            Self::SearchPage { query } => json!({ "query": crate::reader::query_json(query) }),
+            Self::GetByIds {
+                tenant,
+                ids,
+                pinned,
+            } => json!({
+                "tenant": tenant,
+                "ids": ids.iter().map(|id| uuid_json(*id)).collect::<Vec<_>>(),
+                "pinned": pinned,
             }),
             Self::IndexPass {
                 lease,
@@ -174,6 +203,14 @@ impl Start {
                     publish_id: uuid_field(args, "publish_id")?,
                 }
             }
+            "search_page" => Self::SearchPage {
+                query: Box::new(crate::reader::query_from(field(args, "query")?)?),
+            },
+            "get_by_ids" => Self::GetByIds {
+                tenant: str_field(args, "tenant")?.to_owned(),
+                ids: crate::reader::ids_from(args)?.into_iter().collect(),
+                pinned: u64_field(args, "pinned")?,
+            },
             "index_pass" => Self::IndexPass {
                 lease: lease_from(field(args, "lease")?)?,
                 descriptors: field(args, "descriptors")?
@@ -220,6 +257,12 @@ impl Start {
                 packs.into_iter().collect::<BTreeSet<_>>(),
                 publish_id,
             ))),
+            Self::SearchPage { query } => crate::reader::search(tables, *query),
+            Self::GetByIds {
+                tenant,
+                ids,
+                pinned,
+            } => crate::reader::lookup(tables, &tenant, ids.into_iter().collect(), pinned),
             Self::IndexPass {
                 lease,
                 descriptors,

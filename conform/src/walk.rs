@@ -119,6 +119,7 @@ pub fn run(seed: u64, side: &mut Side<'_>) -> Result<Walked, Failed> {
     let mut catalog = Catalog {
         db: Default::default(),
         now: 1,
+        captures: Vec::new(),
     };
     let mut publishers: Vec<Publisher> = (0..2)
         .map(|i| Publisher {

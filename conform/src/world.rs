@@ -26,6 +26,9 @@ pub struct Catalog {
     pub db: Db,
     /// The server clock, in ticks of [`TICK_NS`].
     pub now: u8,
+    /// The captures a reader statement is answered from
+    /// ([`crate::reader::answer`]).
+    pub captures: Vec<capcat_proto::CaptureDescriptor>,
 }
 
 /// Server nanoseconds at `tick`.
@@ -43,6 +46,9 @@ impl Catalog {
                 message: e.to_string(),
             })
         };
+        if let Some(rows) = crate::reader::answer(&self.captures, stmt) {
+            return Input::Rows(rows);
+        }
         if stmt.expect == Expect::Nothing {
             match self.db.evaluate(tables, stmt, self.now, None) {
                 Ok(landing) => {
@@ -167,6 +173,7 @@ impl World {
         Catalog {
             db,
             now: START_TICK,
+            captures: Vec::new(),
         }
     }
 }

@@ -22,6 +22,10 @@ const EXPLORED: &[&str] = &[
     "allocate err statement",
     "allocate err unexpected_input",
     "allocate ok",
+    "get_by_ids err malformed",
+    "get_by_ids err snapshot_ahead",
+    "get_by_ids err statement",
+    "get_by_ids ok",
     "index_pass err allocate exhausted",
     "index_pass err allocate malformed",
     "index_pass err allocate statement",
@@ -64,6 +68,12 @@ const EXPLORED: &[&str] = &[
     "renew err statement",
     "renew err unexpected_input",
     "renew ok",
+    "search_page err cursor_tenant_mismatch",
+    "search_page err inverted_range",
+    "search_page err malformed",
+    "search_page err missing_tenant",
+    "search_page err statement",
+    "search_page ok",
 ];
 
 /// The outcomes two publishers racing must reach in 200 walks. A `conflict`
@@ -102,7 +112,7 @@ fn the_exploration_reaches_every_outcome_of_every_machine() {
     let reached: BTreeSet<&str> = kinds.keys().map(String::as_str).collect();
     let expected: BTreeSet<&str> = EXPLORED.iter().copied().collect();
     assert_eq!(reached, expected, "{kinds:#?}");
-    assert_eq!(cases.len(), 20963, "the exploration's size changed");
+    assert_eq!(cases.len(), 22997, "the exploration's size changed");
 }
 
 #[test]
