@@ -8,7 +8,7 @@ use crate::driver::{Driver, Hello};
 use crate::error::ConformError;
 use crate::explore::{self, Case};
 use crate::kit::{Difference, Failed, Kit, Side};
-use crate::walk;
+use crate::walk::{self, Flavour};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -17,7 +17,7 @@ pub struct Plan {
     pub driver: String,
     /// One case by name, or every case.
     pub case: Option<String>,
-    /// How many seeded walks (seeds `0..walks`).
+    /// How many seeded walks of each flavour (seeds `0..walks`).
     pub walks: u64,
     /// How long the driver may take to answer one message.
     pub timeout: Duration,
@@ -78,7 +78,15 @@ pub fn names(walks: u64) -> Vec<String> {
     explore::cases()
         .iter()
         .map(Case::name)
-        .chain((0..walks).map(walk::name))
+        .chain(seeds(walks).into_iter().map(|(f, s)| walk::name(f, s)))
+        .collect()
+}
+
+/// Every walk of a full run: each flavour, seeds `0..walks`.
+fn seeds(walks: u64) -> Vec<(Flavour, u64)> {
+    [Flavour::Publish, Flavour::Service]
+        .into_iter()
+        .flat_map(|f| (0..walks).map(move |s| (f, s)))
         .collect()
 }
 
@@ -86,10 +94,10 @@ pub fn names(walks: u64) -> Vec<String> {
 pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed, Verdict> {
     let broke = |case: Option<String>| move |error| Verdict::Broke { case, error };
     // Resolve a named case before starting anything.
-    let (cases, seeds): (Vec<Case>, Vec<u64>) = match &plan.case {
+    let (cases, walks): (Vec<Case>, Vec<(Flavour, u64)>) = match &plan.case {
         Some(name) => match (Case::parse(name), walk::parse(name)) {
             (Some(case), _) => (vec![case], Vec::new()),
-            (None, Some(seed)) => (Vec::new(), vec![seed]),
+            (None, Some(walk)) => (Vec::new(), vec![walk]),
             (None, None) => {
                 return Err(Verdict::Broke {
                     case: None,
@@ -97,7 +105,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed
                 });
             }
         },
-        None => (explore::cases(), (0..plan.walks).collect()),
+        None => (explore::cases(), seeds(plan.walks)),
     };
     let (driver, hello) = Driver::spawn(&plan.driver, plan.timeout).map_err(broke(None))?;
     let Hello {
@@ -111,7 +119,7 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed
         .map(|m| (*m).to_owned())
         .collect();
     let mut kit = Kit::new(driver);
-    let total = cases.len() + seeds.len();
+    let total = cases.len() + walks.len();
     let mut passed = Passed {
         implementation,
         explored: 0,
@@ -142,18 +150,17 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed
         case.run(&mut Side::Driver(&mut kit)).map_err(fail(name))?;
         passed.explored += 1;
     }
-    let walks_run = walk::MACHINES.iter().all(|m| implemented.contains(m));
-    for (i, seed) in seeds.iter().enumerate() {
+    for (i, (flavour, seed)) in walks.iter().enumerate() {
         if i % 50 == 0 {
             progress(cases.len() + i, total);
         }
-        if !walks_run {
+        if !flavour.machines().iter().all(|m| implemented.contains(m)) {
             passed.skipped += 1;
             continue;
         }
-        let name = walk::name(*seed);
+        let name = walk::name(*flavour, *seed);
         kit.begin(&name);
-        passed.walk_steps += walk::run(*seed, &mut Side::Driver(&mut kit))
+        passed.walk_steps += walk::run(*flavour, *seed, &mut Side::Driver(&mut kit))
             .map_err(fail(name))?
             .steps;
         passed.walked += 1;

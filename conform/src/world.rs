@@ -5,7 +5,7 @@
 
 use capcat_model_check::publication::config::TICK_NS;
 use capcat_model_check::publication::engine::{Db, LeaseRow};
-use capcat_proto::statement::Expect;
+use capcat_proto::statement::{Expect, InsertData};
 use capcat_proto::{Config, Failure, Input, Lease, Rows, Statement, Tables};
 use uuid::Uuid;
 
@@ -52,6 +52,13 @@ impl Catalog {
         if stmt.expect == Expect::Nothing {
             match self.db.evaluate(tables, stmt, self.now, None) {
                 Ok(landing) => {
+                    // The model's tables keep a descriptor's pack and
+                    // version; the readers' answers need the whole row.
+                    if let (true, Some(InsertData::Descriptors(rows))) =
+                        (landing.writes(), &stmt.data)
+                    {
+                        self.captures.extend(rows.iter().cloned());
+                    }
                     self.db.land(landing);
                     Input::Rows(Rows::empty())
                 }

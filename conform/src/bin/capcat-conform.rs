@@ -21,7 +21,7 @@ struct Args {
     /// line).
     #[arg(long)]
     case: Option<String>,
-    /// How many seeded random walks to run (seeds 0..N).
+    /// How many seeded random walks of each flavour to run (seeds 0..N).
     #[arg(long, default_value_t = 200)]
     walks: u64,
     /// How long the driver may take to answer one message, in seconds.
