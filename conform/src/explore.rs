@@ -243,6 +243,7 @@ pub fn starts(cfg: &Config) -> Vec<(&'static str, Start)> {
         ("get-some", lookup(&[0, 2, 9], 0)),
         ("get-two-chunks", lookup(&(0..1001).collect::<Vec<_>>(), 0)),
         ("get-ahead", lookup(&[1], 5)),
+        ("ensure-schema", Start::EnsureSchema),
     ]
 }
 
@@ -482,7 +483,7 @@ impl Case {
             .ok_or_else(|| {
                 Failed::Driver(crate::ConformError::UnknownCase { name: self.name() })
             })?;
-        let mut catalog = self.world.catalog(&cfg);
+        let mut catalog = self.world.catalog(&cfg, &tables);
         catalog.captures = captures();
         let ttl_ticks = u8::try_from(cfg.lease_ttl_ns() / TICK_NS).unwrap_or(u8::MAX);
         let start_machine = start.machine();
@@ -689,8 +690,14 @@ pub fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (setup, config) in SETUPS.iter().enumerate() {
         let cfg = (config.config)();
-        for start in 0..starts(&cfg).len() {
-            for world in World::ALL {
+        for (start, (_, machine)) in starts(&cfg).iter().enumerate() {
+            // The schema machine reads the server's own tables, and the
+            // others the protocol's: each runs against its own catalogs.
+            let worlds: Vec<World> = match machine {
+                Start::EnsureSchema => World::schema_worlds().collect(),
+                _ => World::ALL.to_vec(),
+            };
+            for world in worlds {
                 let base = Case {
                     setup,
                     start,
@@ -738,19 +745,26 @@ pub fn outcome_kind(machine: &str, done: &serde_json::Value) -> String {
     let outcome = &done["outcome"];
     if let Some(err) = outcome.get("err") {
         let kind = err["kind"].as_str().unwrap_or("?");
-        return match err.get("source").and_then(|s| s["kind"].as_str()) {
-            Some(source) => format!("{machine} err {kind} {source}"),
+        // What an error wraps (a renewal's error, a refusal's diagnosis)
+        // is part of its kind: each is a different path through a machine.
+        let inner = err
+            .get("source")
+            .and_then(|s| s["kind"].as_str())
+            .or_else(|| err["diagnosis"].as_str());
+        return match inner {
+            Some(inner) => format!("{machine} err {kind} {inner}"),
             None => format!("{machine} err {kind}"),
         };
     }
     // A publish's `ok` is an object of one key, its kind; a lease is an
     // object of several fields, and the other machines' `ok` is a number or
     // null.
-    match outcome.get("ok").and_then(serde_json::Value::as_object) {
-        Some(ok) if ok.len() == 1 => format!(
+    match outcome.get("ok") {
+        Some(serde_json::Value::Object(ok)) if ok.len() == 1 => format!(
             "{machine} ok {}",
             ok.keys().next().map_or("?", String::as_str)
         ),
+        Some(serde_json::Value::String(ok)) => format!("{machine} ok {ok}"),
         _ => format!("{machine} ok"),
     }
 }

@@ -15,6 +15,7 @@
 //!   for it ([`start::Reference`]).
 //! - [`descriptor`]: capture descriptors in an `index_pass` start.
 //! - [`reader`]: the reader machines' starts, outcomes and answers.
+//! - [`schema`]: the schema machine's start, outcome and catalogs.
 //! - [`outcome`]: outcomes as JSON, and the normalisation before comparing.
 //! - [`driver`]: the child process.
 //! - [`kit`]: sessions in lockstep, and the comparison.
@@ -33,6 +34,7 @@ pub mod kit;
 pub mod outcome;
 pub mod reader;
 pub mod run;
+pub mod schema;
 pub mod start;
 pub mod walk;
 pub mod wire;

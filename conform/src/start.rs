@@ -72,6 +72,8 @@ pub enum Start {
         /// The pinned version.
         pinned: u64,
     },
+    /// `EnsureSchema::new`.
+    EnsureSchema,
     /// `IndexPass::new`.
     IndexPass {
         /// The lease indexed under.
@@ -84,7 +86,7 @@ pub enum Start {
 }
 
 /// Every machine name the protocol defines, in the order the kit runs them.
-pub const MACHINES: [&str; 8] = [
+pub const MACHINES: [&str; 9] = [
     "acquire",
     "renew",
     "release",
@@ -93,6 +95,7 @@ pub const MACHINES: [&str; 8] = [
     "index_pass",
     "search_page",
     "get_by_ids",
+    "ensure_schema",
 ];
 
 impl Start {
@@ -107,6 +110,7 @@ impl Start {
             Self::IndexPass { .. } => "index_pass",
             Self::SearchPage { .. } => "search_page",
             Self::GetByIds { .. } => "get_by_ids",
+            Self::EnsureSchema => "ensure_schema",
         }
     }
 
@@ -138,6 +142,7 @@ impl Start {
                 "publish_id": uuid_json(*publish_id),
             }),
             Self::SearchPage { query } => json!({ "query": crate::reader::query_json(query) }),
+            Self::EnsureSchema => json!({}),
             Self::GetByIds {
                 tenant,
                 ids,
@@ -203,6 +208,7 @@ impl Start {
                     publish_id: uuid_field(args, "publish_id")?,
                 }
             }
+            "ensure_schema" => Self::EnsureSchema,
             "search_page" => Self::SearchPage {
                 query: Box::new(crate::reader::query_from(field(args, "query")?)?),
             },
@@ -258,6 +264,7 @@ impl Start {
                 publish_id,
             ))),
             Self::SearchPage { query } => crate::reader::search(tables, *query),
+            Self::EnsureSchema => crate::schema::ensure(tables),
             Self::GetByIds {
                 tenant,
                 ids,

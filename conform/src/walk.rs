@@ -200,6 +200,7 @@ pub fn run(flavour: Flavour, seed: u64, side: &mut Side<'_>) -> Result<Walked, F
         db: Default::default(),
         now: 1,
         captures: Vec::new(),
+        schema: Default::default(),
     };
     let mut actors: Vec<Actor> = (0..2)
         .map(|i| Actor::new(format!("walker-{i}"), flavour, Next::Acquire))

@@ -9,6 +9,8 @@ use capcat_proto::statement::{Expect, InsertData};
 use capcat_proto::{Config, Failure, Input, Lease, Rows, Statement, Tables};
 use uuid::Uuid;
 
+use crate::schema::SchemaCatalog;
+
 /// The caller's lease id in the exploration's catalogs.
 pub const OWN: Uuid = Uuid::from_u128(0x0a0a_0000_0000_4000_8000_0000_0000_0001);
 /// Another publisher's lease id (and its claims and publishes).
@@ -29,6 +31,8 @@ pub struct Catalog {
     /// The captures a reader statement is answered from
     /// ([`crate::reader::answer`]).
     pub captures: Vec<capcat_proto::CaptureDescriptor>,
+    /// The server's own tables, as the schema machine reads them.
+    pub schema: SchemaCatalog,
 }
 
 /// Server nanoseconds at `tick`.
@@ -47,6 +51,9 @@ impl Catalog {
             })
         };
         if let Some(rows) = crate::reader::answer(&self.captures, stmt) {
+            return Input::Rows(rows);
+        }
+        if let Some(rows) = self.schema.answer(tables, stmt) {
             return Input::Rows(rows);
         }
         if stmt.expect == Expect::Nothing {
@@ -95,6 +102,9 @@ pub enum World {
     Released,
     /// A version above any the caller asks for is already published.
     PublishedAbove,
+    /// One of the schema machine's catalogs
+    /// ([`crate::schema::WORLDS`], by index); its lease tables are empty.
+    Schema(usize),
 }
 
 impl World {
@@ -119,12 +129,21 @@ impl World {
             World::Contested => "contested",
             World::Released => "released",
             World::PublishedAbove => "published-above",
+            World::Schema(i) => crate::schema::WORLDS.get(i).copied().unwrap_or("?"),
         }
+    }
+
+    /// The worlds the schema machine starts against.
+    pub fn schema_worlds() -> impl Iterator<Item = World> {
+        (0..crate::schema::WORLDS.len()).map(World::Schema)
     }
 
     /// The world named `name`.
     pub fn from_name(name: &str) -> Option<World> {
-        World::ALL.into_iter().find(|w| w.name() == name)
+        World::ALL
+            .into_iter()
+            .chain(World::schema_worlds())
+            .find(|w| w.name() == name)
     }
 
     /// The caller's lease as this world's head row names it (live for a
@@ -139,8 +158,9 @@ impl World {
         }
     }
 
-    /// The catalog this world starts with, under `cfg`.
-    pub fn catalog(self, cfg: &Config) -> Catalog {
+    /// The catalog this world starts with, under `cfg`, for tables named
+    /// by `tables`.
+    pub fn catalog(self, cfg: &Config, tables: &Tables) -> Catalog {
         let own = Self::own_lease(cfg);
         let row = |term: u64, lease_id: Uuid, expires_at_ns: u64, holder: &str| LeaseRow {
             term,
@@ -176,11 +196,17 @@ impl World {
                 db.claims.insert((9, FOREIGN));
                 db.watermark.insert((9, FOREIGN));
             }
+            World::Schema(_) => {}
         }
+        let schema = match self {
+            World::Schema(_) => SchemaCatalog::world(tables, self.name()),
+            _ => SchemaCatalog::default(),
+        };
         Catalog {
             db,
             now: START_TICK,
             captures: Vec::new(),
+            schema,
         }
     }
 }

@@ -1,0 +1,244 @@
+//! The schema machine in the kit: `ensure_schema`'s start and outcome, and
+//! the server's own tables it reads (`system.tables`, `system.columns`,
+//! the stamp, the membership counts), simulated from capcat-proto's list of
+//! catalog objects so that every verdict can be reached.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use capcat_proto::schema::{
+    CatalogObject, Diagnosis, EnsureOutcome, EnsureSchema, LegacyObject, ObjectKind,
+    SCHEMA_VERSION, SchemaError,
+};
+use capcat_proto::statement::Param;
+use capcat_proto::{Input, Machine, Rows, Statement, Step, Tables, Value};
+use serde_json::{Value as Json, json};
+
+use crate::start::{Ended, Reference};
+use crate::wire::failure_json;
+
+/// The server's tables as the schema probes see them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchemaCatalog {
+    /// Objects by name: (engine, sorting key).
+    objects: BTreeMap<String, (String, String)>,
+    /// Columns by table.
+    columns: BTreeMap<String, BTreeSet<String>>,
+    /// The stamp table's versions.
+    stamps: BTreeSet<u64>,
+    /// `count()` of the inventory, and of manifest rows a commit row pairs.
+    membership: (u64, u64),
+}
+
+/// The engine a freshly created object of `kind` reports.
+fn engine(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Table => "MergeTree",
+        ObjectKind::View => "View",
+        ObjectKind::Feed => "MaterializedView",
+    }
+}
+
+/// The catalogs the schema machine starts against, by name.
+pub const WORLDS: [&str; 11] = [
+    "fresh",
+    "current",
+    "unstamped-empty",
+    "unstamped",
+    "missing-table",
+    "other-version",
+    "missing-view",
+    "leftover-view",
+    "wrong-kind",
+    "missing-column",
+    "inventory-without-membership",
+];
+
+impl SchemaCatalog {
+    fn create(&mut self, tables: &Tables, object: CatalogObject) {
+        let name = object.name(tables);
+        self.objects
+            .entry(name.clone())
+            .or_insert_with(|| (engine(object.kind()).to_owned(), String::new()));
+        self.columns.entry(name).or_insert_with(|| {
+            object
+                .required_columns()
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        });
+    }
+
+    /// The catalog named `world` (one of [`WORLDS`]).
+    pub fn world(tables: &Tables, world: &str) -> Self {
+        let mut c = Self::default();
+        if world == "fresh" {
+            return c;
+        }
+        if world == "leftover-view" {
+            c.create(tables, CatalogObject::CaptureView);
+            c.objects.insert(
+                LegacyObject::ALL[0].name(tables),
+                ("MergeTree".to_owned(), String::new()),
+            );
+            return c;
+        }
+        for object in CatalogObject::ALL {
+            c.create(tables, object);
+        }
+        c.stamps.insert(SCHEMA_VERSION);
+        match world {
+            "unstamped-empty" => {
+                c.stamps.clear();
+            }
+            "unstamped" => {
+                c.stamps.clear();
+                c.objects.remove(&CatalogObject::SchemaVersion.name(tables));
+            }
+            "missing-table" => {
+                c.objects.remove(&CatalogObject::VersionClaims.name(tables));
+            }
+            "other-version" => {
+                c.stamps = [SCHEMA_VERSION + 1].into_iter().collect();
+            }
+            "missing-view" => {
+                c.objects
+                    .remove(&CatalogObject::PackInventoryView.name(tables));
+            }
+            "wrong-kind" => {
+                c.objects.insert(
+                    CatalogObject::CaptureRaw.name(tables),
+                    ("View".to_owned(), String::new()),
+                );
+            }
+            "missing-column" => {
+                if let Some(cols) = c.columns.get_mut(&CatalogObject::CaptureRaw.name(tables)) {
+                    cols.remove("tensor_name");
+                }
+            }
+            "inventory-without-membership" => c.membership = (5, 0),
+            _ => {}
+        }
+        c
+    }
+
+    /// The rows a `schema.*` statement returns, applying its DDL; `None`
+    /// for a statement that is not the schema machine's.
+    pub fn answer(&mut self, tables: &Tables, stmt: &Statement) -> Option<Rows> {
+        let names = || match stmt.params.get("names") {
+            Some(Param::Strings(names)) => names.iter().cloned().collect::<BTreeSet<_>>(),
+            _ => BTreeSet::new(),
+        };
+        let text = |s: &str| Value::String(s.to_owned());
+        let rows = match stmt.name {
+            "schema.check_access" => vec![vec![Value::UInt64(1)]],
+            "schema.read_tables" => {
+                let names = names();
+                self.objects
+                    .iter()
+                    .filter(|(name, _)| names.contains(*name))
+                    .map(|(name, (engine, key))| vec![text(name), text(engine), text(key)])
+                    .collect()
+            }
+            "schema.read_columns" => {
+                let names = names();
+                self.columns
+                    .iter()
+                    .filter(|(table, _)| {
+                        names.contains(*table) && self.objects.contains_key(*table)
+                    })
+                    .flat_map(|(table, cols)| cols.iter().map(move |c| vec![text(table), text(c)]))
+                    .collect()
+            }
+            "schema.read_stamp" => self
+                .stamps
+                .iter()
+                .map(|v| vec![Value::UInt64(*v)])
+                .collect(),
+            "schema.count_membership" => vec![vec![
+                Value::UInt64(self.membership.0),
+                Value::UInt64(self.membership.1),
+            ]],
+            "schema.stamp" => {
+                if self.stamps.is_empty() {
+                    self.stamps.insert(SCHEMA_VERSION);
+                }
+                Vec::new()
+            }
+            name if name.starts_with("schema.create_") => {
+                let object = CatalogObject::ALL
+                    .into_iter()
+                    .find(|o| o.create(tables).name == name)?;
+                self.create(tables, object);
+                Vec::new()
+            }
+            _ => return None,
+        };
+        Some(Rows(rows))
+    }
+}
+
+fn diagnosis(d: &Diagnosis) -> &'static str {
+    match d {
+        Diagnosis::WrongKind { .. } => "wrong_kind",
+        Diagnosis::Leftovers { .. } => "leftovers",
+        Diagnosis::Unstamped(_) => "unstamped",
+        Diagnosis::OtherVersion { .. } => "other_version",
+        Diagnosis::MissingTables { .. } => "missing_tables",
+        Diagnosis::MissingColumns { .. } => "missing_columns",
+        Diagnosis::InventoryWithoutMembership { .. } => "inventory_without_membership",
+        Diagnosis::MembershipUncounted => "membership_uncounted",
+        _ => "unknown",
+    }
+}
+
+/// A schema error. A refusal is compared by its diagnosis; its words (what
+/// to drop, what to rerun) are the implementation's, in `detail`.
+pub fn schema_error(e: &SchemaError) -> Json {
+    match e {
+        SchemaError::Refused(refusal) => json!({
+            "kind": "refused", "diagnosis": diagnosis(&refusal.diagnosis),
+            "detail": refusal.to_string(),
+        }),
+        SchemaError::Statement { statement, failure } => json!({
+            "kind": "statement", "statement": statement, "failure": failure_json(failure),
+        }),
+        SchemaError::Malformed { statement, message } => {
+            json!({ "kind": "malformed", "statement": statement, "detail": message })
+        }
+        other => json!({ "kind": "unknown", "detail": other.to_string() }),
+    }
+}
+
+fn ensured(outcome: &Result<EnsureOutcome, SchemaError>) -> Json {
+    json!({ "outcome": match outcome {
+        Ok(EnsureOutcome::Created) => json!({ "ok": "created" }),
+        Ok(EnsureOutcome::Completed) => json!({ "ok": "completed" }),
+        Ok(EnsureOutcome::Current { recreated_views }) => {
+            json!({ "ok": { "current": { "recreated_views": recreated_views } } })
+        }
+        Err(e) => json!({ "err": schema_error(e) }),
+    }})
+}
+
+/// capcat-proto's schema machine for `tables`.
+pub fn ensure(tables: Tables) -> Box<dyn Reference> {
+    Box::new(Ensuring(EnsureSchema::new(tables)))
+}
+
+struct Ensuring(EnsureSchema);
+
+impl Reference for Ensuring {
+    fn poll(&mut self) -> Step<Json> {
+        match self.0.poll() {
+            Step::Execute(stmt) => Step::Execute(stmt),
+            Step::Draw { below } => Step::Draw { below },
+            Step::Done(outcome) => Step::Done(ensured(&outcome)),
+        }
+    }
+    fn handle(&mut self, input: Input) {
+        self.0.handle(input);
+    }
+    fn ended(&mut self) -> Ended {
+        Ended::default()
+    }
+}
