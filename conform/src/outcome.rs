@@ -258,14 +258,20 @@ pub fn indexed(outcome: &Result<IndexReport, IndexError>, kept: &Lease) -> Json 
 }
 
 /// The one normalisation before outcomes are compared: the free text a
-/// machine writes itself (`detail` of `malformed`, `expected` and `got` of
-/// `unexpected_input`) is dropped, everywhere in the object. Everything
-/// else, including text echoed from the kit's inputs, is compared exactly.
+/// machine writes itself (`detail` of a `malformed` error, a schema
+/// refusal and a bad cursor; `expected` and `got` of `unexpected_input`) is
+/// dropped, everywhere in the object. Everything else, including text
+/// echoed from the kit's inputs (a failure's message), is compared exactly.
 pub fn normalise(j: &mut Json) {
     match j {
         Json::Object(m) => {
             match m.get("kind").and_then(Json::as_str) {
+                // A failure the kit sent is `malformed` too, but carries no
+                // statement and keeps its message.
                 Some("malformed") if m.contains_key("statement") => {
+                    m.remove("detail");
+                }
+                Some("refused" | "bad_cursor") => {
                     m.remove("detail");
                 }
                 Some("unexpected_input") => {
@@ -301,5 +307,9 @@ mod tests {
         let before = sent.clone();
         normalise(&mut sent);
         assert_eq!(sent, before);
+        // A refusal is compared by its diagnosis, not its words.
+        let mut refused = json!({"kind": "refused", "diagnosis": "leftovers", "detail": "drop x"});
+        normalise(&mut refused);
+        assert_eq!(refused, json!({"kind": "refused", "diagnosis": "leftovers"}));
     }
 }
