@@ -12,7 +12,7 @@
 //!
 //! - [`wire`]: the protocol's JSON, both directions.
 //! - [`start`]: what a driver is asked to start, and capcat-proto's machine
-//!   for it ([`start::Reference`]).
+//!   for it ([`start::Reference`], the machines wrapped in `reference.rs`).
 //! - [`descriptor`]: capture descriptors in an `index_pass` start.
 //! - [`reader`]: the reader machines' starts, outcomes and answers.
 //! - [`schema`]: the schema machine's start, outcome and catalogs.
@@ -20,7 +20,8 @@
 //! - [`driver`]: the child process.
 //! - [`kit`]: sessions in lockstep, and the comparison.
 //! - [`world`]: the simulated catalog that answers.
-//! - [`explore`]: the bounded exhaustive exploration.
+//! - [`explore`]: the bounded exhaustive exploration (its starts in
+//!   `explore/starts.rs`, the answers it varies in `explore/answers.rs`).
 //! - [`walk`]: seeded random walks of two racing publishers.
 //! - [`run`]: every case against a driver, and the report.
 
@@ -33,6 +34,7 @@ pub mod explore;
 pub mod kit;
 pub mod outcome;
 pub mod reader;
+mod reference;
 pub mod run;
 pub mod schema;
 pub mod start;

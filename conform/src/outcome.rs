@@ -310,6 +310,9 @@ mod tests {
         // A refusal is compared by its diagnosis, not its words.
         let mut refused = json!({"kind": "refused", "diagnosis": "leftovers", "detail": "drop x"});
         normalise(&mut refused);
-        assert_eq!(refused, json!({"kind": "refused", "diagnosis": "leftovers"}));
+        assert_eq!(
+            refused,
+            json!({"kind": "refused", "diagnosis": "leftovers"})
+        );
     }
 }
