@@ -56,6 +56,14 @@ pub enum ConformError {
         /// The kit's.
         kit: u64,
     },
+    /// A trace of the model's corpus could not be followed: the corpus is
+    /// stale or the replay's lifecycle is wrong. A kit defect, never the
+    /// driver's.
+    #[error("the kit could not replay the model's corpus: {what}")]
+    Corpus {
+        /// Where and why.
+        what: String,
+    },
     /// `--case` named no case the kit knows.
     #[error("no case is named `{name}` (`--list` prints them)")]
     UnknownCase {

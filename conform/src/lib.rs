@@ -13,6 +13,7 @@
 //! - [`wire`]: the protocol's JSON, both directions.
 //! - [`start`]: what a driver is asked to start, and capcat-proto's machine
 //!   for it ([`start::Reference`], the machines wrapped in `reference.rs`).
+//! - [`corpus`]: the model's trace corpus, replayed through a driver.
 //! - [`descriptor`]: capture descriptors in an `index_pass` start.
 //! - [`reader`]: the reader machines' starts, outcomes and answers.
 //! - [`schema`]: the schema machine's start, outcome and catalogs.
@@ -27,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod corpus;
 pub mod descriptor;
 pub mod driver;
 mod error;

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::corpus;
 use crate::driver::{Driver, Hello};
 use crate::error::ConformError;
 use crate::explore::{self, Case};
@@ -32,6 +33,8 @@ pub struct Passed {
     pub explored: usize,
     /// Walks passed.
     pub walked: usize,
+    /// Walks of the model's corpus replayed.
+    pub replayed: usize,
     /// Steps of all walks.
     pub walk_steps: usize,
     /// Cases skipped because the driver does not implement their machine.
@@ -44,8 +47,9 @@ impl Passed {
     /// The one-line summary.
     pub fn summary(&self) -> String {
         let mut out = format!(
-            "capcat-conform: {}: every case passed: {} explored, {} walks ({} steps)",
-            self.implementation, self.explored, self.walked, self.walk_steps
+            "capcat-conform: {}: every case passed: {} explored, {} walks ({} steps), \
+             {} corpus traces",
+            self.implementation, self.explored, self.walked, self.walk_steps, self.replayed
         );
         if self.skipped > 0 {
             let _ = write!(
@@ -79,6 +83,7 @@ pub fn names(walks: u64) -> Vec<String> {
         .iter()
         .map(Case::name)
         .chain(seeds(walks).into_iter().map(|(f, s)| walk::name(f, s)))
+        .chain(corpus::names())
         .collect()
 }
 
@@ -94,18 +99,23 @@ fn seeds(walks: u64) -> Vec<(Flavour, u64)> {
 pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed, Verdict> {
     let broke = |case: Option<String>| move |error| Verdict::Broke { case, error };
     // Resolve a named case before starting anything.
-    let (cases, walks): (Vec<Case>, Vec<(Flavour, u64)>) = match &plan.case {
-        Some(name) => match (Case::parse(name), walk::parse(name)) {
-            (Some(case), _) => (vec![case], Vec::new()),
-            (None, Some(walk)) => (Vec::new(), vec![walk]),
-            (None, None) => {
+    let (cases, walks, traces): (Vec<Case>, Vec<(Flavour, u64)>, Vec<usize>) = match &plan.case {
+        Some(name) => match (Case::parse(name), walk::parse(name), corpus::parse(name)) {
+            (Some(case), _, _) => (vec![case], Vec::new(), Vec::new()),
+            (None, Some(walk), _) => (Vec::new(), vec![walk], Vec::new()),
+            (None, None, Some(trace)) => (Vec::new(), Vec::new(), vec![trace]),
+            (None, None, None) => {
                 return Err(Verdict::Broke {
                     case: None,
                     error: ConformError::UnknownCase { name: name.clone() },
                 });
             }
         },
-        None => (explore::cases(), seeds(plan.walks)),
+        None => (
+            explore::cases(),
+            seeds(plan.walks),
+            (0..corpus::names().len()).collect(),
+        ),
     };
     let (driver, hello) = Driver::spawn(&plan.driver, plan.timeout).map_err(broke(None))?;
     let Hello {
@@ -119,12 +129,13 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed
         .map(|m| (*m).to_owned())
         .collect();
     let mut kit = Kit::new(driver);
-    let total = cases.len() + walks.len();
+    let total = cases.len() + walks.len() + traces.len();
     let mut passed = Passed {
         implementation,
         explored: 0,
         walked: 0,
         walk_steps: 0,
+        replayed: 0,
         skipped: 0,
         missing,
     };
@@ -164,6 +175,17 @@ pub fn run(plan: &Plan, mut progress: impl FnMut(usize, usize)) -> Result<Passed
             .map_err(fail(name))?
             .steps;
         passed.walked += 1;
+    }
+    let replays = corpus::MACHINES.iter().all(|m| implemented.contains(m));
+    for k in traces {
+        if !replays {
+            passed.skipped += 1;
+            continue;
+        }
+        let name = format!("corpus/walks-shipped/{k}");
+        kit.begin(&name);
+        corpus::run(k, &mut Side::Driver(&mut kit)).map_err(fail(name))?;
+        passed.replayed += 1;
     }
     progress(total, total);
     kit.finish().map_err(broke(None))?;

@@ -24,6 +24,7 @@ fn the_reference_driver_passes_every_case() {
     let passed = run::run(&plan(REFERENCE.to_owned()), |_, _| {}).expect("every case passes");
     assert_eq!(passed.explored, 26405);
     assert_eq!(passed.walked, 400);
+    assert_eq!(passed.replayed, 20);
     assert_eq!(passed.skipped, 0);
     assert!(passed.walk_steps > 400 * 10, "{}", passed.walk_steps);
 }
@@ -71,6 +72,19 @@ fn a_fence_without_its_lease_id_fails_with_a_readable_first_difference() {
             assert_eq!(d.actual["execute"], difference.actual["execute"]);
         }
         other => panic!("the replay did not reproduce the difference: {other:?}"),
+    }
+}
+
+#[test]
+fn a_broken_fence_differs_in_a_trace_of_the_model_s_corpus_too() {
+    let mut plan = plan(broken_fence());
+    plan.case = Some("corpus/walks-shipped/0".to_owned());
+    match run::run(&plan, |_, _| {}) {
+        Err(Verdict::Differs(d)) => {
+            assert_eq!(d.case, "corpus/walks-shipped/0");
+            assert!(d.what.contains("publish.insert_manifest"), "{}", d.what);
+        }
+        other => panic!("expected a difference, got {other:?}"),
     }
 }
 
@@ -141,7 +155,7 @@ fn a_driver_that_implements_some_machines_runs_only_their_cases() {
     let passed = run::run(&plan(driver), |_, _| {}).expect("the allocator's cases pass");
     assert_eq!(passed.explored, 966);
     assert_eq!(passed.walked, 0);
-    assert_eq!(passed.skipped, 26405 - 966 + 400);
+    assert_eq!(passed.skipped, 26405 - 966 + 400 + 20);
     assert!(
         passed.summary().contains(
             "acquire, ensure_schema, get_by_ids, index_pass, publish, release, renew, search_page"

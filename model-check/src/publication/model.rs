@@ -85,7 +85,10 @@ pub fn foreign_pack() -> PackRef {
     ("s".to_owned(), Uuid::from_u128(0xF0F0_0000))
 }
 
-fn descriptor(i: u8, pass: u8, k: u8) -> CaptureDescriptor {
+/// Descriptor `k` of publisher `i`'s index pass number `pass`: what the
+/// model's passes index (and the conformance kit rebuilds when it replays
+/// the model's traces).
+pub fn descriptor(i: u8, pass: u8, k: u8) -> CaptureDescriptor {
     let (store_id, pack_id) = nth_pack_of(i, pass, k);
     CaptureDescriptor {
         tenant_id: "t".to_owned(),
@@ -108,7 +111,8 @@ fn descriptor(i: u8, pass: u8, k: u8) -> CaptureDescriptor {
     }
 }
 
-fn holder(i: u8) -> String {
+/// Publisher `i`'s holder name.
+pub fn holder(i: u8) -> String {
     format!("p{i}")
 }
 
@@ -117,7 +121,7 @@ fn holder(i: u8) -> String {
 /// does), so a round is never refused by the claim an earlier round
 /// abandoned. `round` distinguishes only the rejected re-acquire design's
 /// freshly minted id.
-fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
+pub fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
     Uuid::from_u128(
         ((u128::from(i) + 1) << 96)
             | (u128::from(incarnation) << 64)
@@ -126,7 +130,9 @@ fn fresh_lease_id(i: u8, incarnation: u8, round: u8) -> Uuid {
     )
 }
 
-fn pass_seed(i: u8, incarnation: u8, pass: u8) -> Uuid {
+/// The id seed of publisher `i`'s index pass number `pass` in its
+/// incarnation `incarnation`.
+pub fn pass_seed(i: u8, incarnation: u8, pass: u8) -> Uuid {
     Uuid::from_u128(
         ((u128::from(i) + 1) << 96)
             | (u128::from(incarnation) << 64)
