@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod commands;
+mod conform;
 mod demo;
 mod engine_fetch;
 mod ingest;
@@ -183,6 +184,17 @@ enum Command {
         /// Read every admitted pack whole and verify its bytes.
         #[arg(long)]
         read_data: bool,
+    },
+    /// Check a native implementation of the protocol against capcat-proto,
+    /// step by step: runs the conformance kit (`capcat-conform`, built
+    /// beside `capcat` or on PATH) with these arguments, e.g. `capcat
+    /// conform --driver 'python3 driver.py'`; `capcat conform --help` prints
+    /// the kit's own help. See docs/native-writers.md.
+    #[command(disable_help_flag = true)]
+    Conform {
+        /// The kit's arguments, passed on unchanged.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Check pack files on their own, without a catalog or a store.
     Pack {
@@ -377,6 +389,23 @@ pub(crate) enum CliError {
         /// The store checked.
         store_id: String,
     },
+    /// The conformance kit's binary could not be run.
+    #[error(
+        "cannot run the conformance kit `{program}` ({source}); build it with \
+         `cargo build -p capcat-conform` (it goes beside capcat) or put it on PATH"
+    )]
+    ConformMissing {
+        /// The program tried.
+        program: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// The conformance kit ran and did not pass (its report is above).
+    #[error("the conformance kit did not pass ({status})")]
+    ConformFailed {
+        /// Its exit status.
+        status: String,
+    },
     /// `capcat pack verify` found pack files that fail a check (each is
     /// reported on its own line).
     #[error("{failed} of {checked} pack file(s) failed verification")]
@@ -480,6 +509,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Reconcile { wait, stall } => commands::reconcile(&common, wait, stall).await,
         Command::Drain { wait, stall } => commands::drain(&common, wait, stall).await,
         Command::Verify { read_data } => verify::verify(&common, read_data).await,
+        Command::Conform { args } => conform::run(&args),
         Command::Pack {
             action: PackAction::Verify { manifest, files },
         } => pack_verify::verify(&files, manifest.as_deref()),
