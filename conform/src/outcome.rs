@@ -17,7 +17,14 @@ fn unexpected(expected: &str, got: &str) -> Json {
     json!({ "kind": "unexpected_input", "expected": expected, "got": got })
 }
 
-fn malformed(statement: &str, detail: &str) -> Json {
+/// A statement that failed, with the failure the kit sent (every machine's
+/// `statement` error but a publish's, which adds its version and id).
+pub(crate) fn statement_failed(statement: &str, failure: &capcat_proto::Failure) -> Json {
+    json!({ "kind": "statement", "statement": statement, "failure": failure_json(failure) })
+}
+
+/// A read whose rows the machine could not decode; `detail` is its words.
+pub(crate) fn malformed(statement: &str, detail: &str) -> Json {
     json!({ "kind": "malformed", "statement": statement, "detail": detail })
 }
 
@@ -40,9 +47,7 @@ pub fn lease_error(e: &LeaseError) -> Json {
             attempts,
             last_term,
         } => json!({ "kind": "contested", "attempts": attempts, "last_term": last_term }),
-        LeaseError::Statement { statement, failure } => json!({
-            "kind": "statement", "statement": statement, "failure": failure_json(failure),
-        }),
+        LeaseError::Statement { statement, failure } => statement_failed(statement, failure),
         LeaseError::Unsettled { lease_id, until_ns } => json!({
             "kind": "unsettled", "lease_id": uuid_json(*lease_id), "until_ns": until_ns,
         }),
@@ -59,9 +64,7 @@ pub fn allocate_error(e: &AllocateError) -> Json {
             attempts,
             last_version,
         } => json!({ "kind": "exhausted", "attempts": attempts, "last_version": last_version }),
-        AllocateError::Statement { statement, failure } => json!({
-            "kind": "statement", "statement": statement, "failure": failure_json(failure),
-        }),
+        AllocateError::Statement { statement, failure } => statement_failed(statement, failure),
         AllocateError::Malformed { statement, detail } => malformed(statement, detail),
         AllocateError::UnexpectedInput { expected, got } => unexpected(expected, got),
         other => json!({ "kind": "unknown", "detail": other.to_string() }),
@@ -224,9 +227,7 @@ pub fn index_error(e: &IndexError) -> Json {
             "kind": "inventory", "version": version, "publish_id": uuid_json(*publish_id),
             "failure": failure_json(failure),
         }),
-        IndexError::Statement { statement, failure } => json!({
-            "kind": "statement", "statement": statement, "failure": failure_json(failure),
-        }),
+        IndexError::Statement { statement, failure } => statement_failed(statement, failure),
         IndexError::Malformed { statement, detail } => malformed(statement, detail),
         IndexError::UnexpectedInput { expected, got } => unexpected(expected, got),
         other => json!({ "kind": "unknown", "detail": other.to_string() }),

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::descriptor::descriptor_json;
 use crate::error::ConformError;
 use crate::start::{Ended, Reference};
-use crate::wire::{failure_json, field, str_field, u64_field, uuid_field, uuid_json};
+use crate::wire::{field, str_field, u64_field, uuid_field, uuid_json};
 
 fn bad(what: String) -> ConformError {
     ConformError::BadMessage { what }
@@ -141,11 +141,11 @@ pub fn reader_error(e: &ReaderError) -> Json {
             "kind": "unresolved", "tenant": tenant, "pinned": pinned,
             "missing": missing.iter().map(|id| uuid_json(*id)).collect::<Vec<_>>(),
         }),
-        ReaderError::Statement { statement, failure } => json!({
-            "kind": "statement", "statement": statement, "failure": failure_json(failure),
-        }),
+        ReaderError::Statement { statement, failure } => {
+            crate::outcome::statement_failed(statement, failure)
+        }
         ReaderError::Malformed { statement, message } => {
-            json!({ "kind": "malformed", "statement": statement, "detail": message })
+            crate::outcome::malformed(statement, message)
         }
         other => json!({ "kind": "unknown", "detail": other.to_string() }),
     }

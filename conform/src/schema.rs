@@ -14,7 +14,6 @@ use capcat_proto::{Input, Machine, Rows, Statement, Step, Tables, Value};
 use serde_json::{Value as Json, json};
 
 use crate::start::{Ended, Reference};
-use crate::wire::failure_json;
 
 /// The server's tables as the schema probes see them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -199,11 +198,11 @@ pub fn schema_error(e: &SchemaError) -> Json {
             "kind": "refused", "diagnosis": diagnosis(&refusal.diagnosis),
             "detail": refusal.to_string(),
         }),
-        SchemaError::Statement { statement, failure } => json!({
-            "kind": "statement", "statement": statement, "failure": failure_json(failure),
-        }),
+        SchemaError::Statement { statement, failure } => {
+            crate::outcome::statement_failed(statement, failure)
+        }
         SchemaError::Malformed { statement, message } => {
-            json!({ "kind": "malformed", "statement": statement, "detail": message })
+            crate::outcome::malformed(statement, message)
         }
         other => json!({ "kind": "unknown", "detail": other.to_string() }),
     }
