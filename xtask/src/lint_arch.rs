@@ -3,7 +3,7 @@
 //! 1. **Layering.** Read from `cargo metadata --format-version 1 --no-deps`:
 //!    every workspace crate's normal and build dependencies on other
 //!    workspace crates must be among those [`LAYERS`] allows it (downward
-//!    only: capcat-cli -> capcat-service -> {capcat-clickhouse, capcat-s3,
+//!    only: capcat-cli -> capcat-targets -> capcat-service -> {capcat-clickhouse, capcat-s3,
 //!    capcat-pack} -> capcat-proto, and capcat-clickhouse -> capcat-chdb;
 //!    capcat-proto and capcat-chdb depend on no capcat crate). A
 //!    dev-dependency may reach lower or sideways, never upward. The tools
@@ -14,7 +14,7 @@
 //!    may contain one of [`DESIGN_MARKERS`] (the switches and names of the
 //!    protocol designs the model rejected).
 //! 3. **One drive loop.** No file under the `src/` of capcat-clickhouse,
-//!    capcat-service or capcat-cli calls a transport's `.execute(` but
+//!    capcat-service, capcat-targets or capcat-cli calls a transport's `.execute(` but
 //!    capcat-clickhouse's `drive.rs` and its `transport/` module (which
 //!    implements it): every statement runs as a capcat-proto machine
 //!    through `drive`.
@@ -97,9 +97,15 @@ const LAYERS: &[Placement] = &[
         ],
     },
     Placement {
-        name: "capcat-cli",
+        name: "capcat-targets",
         role: Role::Layer(3),
+        may_depend_on: &["capcat-service", "capcat-clickhouse", "capcat-s3"],
+    },
+    Placement {
+        name: "capcat-cli",
+        role: Role::Layer(4),
         may_depend_on: &[
+            "capcat-targets",
             "capcat-service",
             "capcat-clickhouse",
             "capcat-s3",
@@ -370,7 +376,12 @@ fn design_leaks(files: &[(String, String)], rejected: &[String]) -> Vec<Leak> {
 }
 
 /// The crates whose `src/` may send statements only through the drive loop.
-const DRIVEN_CRATES: [&str; 3] = ["capcat-clickhouse", "capcat-service", "capcat-cli"];
+const DRIVEN_CRATES: [&str; 4] = [
+    "capcat-clickhouse",
+    "capcat-service",
+    "capcat-targets",
+    "capcat-cli",
+];
 
 /// The files (relative to `crates/`) allowed to call `.execute(`: the
 /// drive loop, and the transports that implement it.

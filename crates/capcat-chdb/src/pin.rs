@@ -3,7 +3,8 @@
 //! Everything that finds or fetches the engine reads these constants:
 //! [`library_path`](crate::library_path) (the cache directory is named
 //! after [`VERSION`]), `cargo xtask fetch-engine` (xtask/src/engine.rs) and
-//! the `capcat` binary's own fetcher (capcat-cli's engine_fetch.rs,
+//! the fetcher of the `capcat` binary and the Python package (capcat-targets'
+//! engine.rs,
 //! through capcat-clickhouse's re-export `capcat_clickhouse::libchdb_pin`).
 //! Scripts get the path with `cargo xtask fetch-engine`, which prints it.
 //! To move to another engine: change the version in `pinned_version!`,

@@ -18,8 +18,8 @@ use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
 
 use crate::settings::{Defaults, Resolved};
-use crate::target::{Access, CatalogTarget, StoreTarget};
 use crate::{CliError, Common};
+use capcat_targets::{Access, CatalogTarget, StoreTarget};
 
 /// Arguments of `capcat search`.
 #[derive(Debug, clap::Args)]
@@ -94,7 +94,7 @@ pub(crate) async fn open_catalog(
     catalog
         .check_access()
         .await
-        .map_err(|e| crate::target::TargetError::Catalog(e.to_string()))?;
+        .map_err(|e| capcat_targets::TargetError::Catalog(e.to_string()))?;
     Ok(catalog)
 }
 
@@ -505,7 +505,7 @@ pub(crate) async fn status(common: &Common) -> Result<(), CliError> {
     // service runs, the catalog half of the status is its error.
     let catalog = match open_catalog(&cfg, &target, Access::ReadOnly).await {
         Ok(catalog) => catalog,
-        Err(e @ CliError::Target(crate::target::TargetError::Missing { .. })) => {
+        Err(e @ CliError::Target(capcat_targets::TargetError::Missing { .. })) => {
             println!("{e}");
             return Ok(());
         }

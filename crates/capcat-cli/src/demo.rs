@@ -13,9 +13,9 @@ use uuid::Uuid;
 
 use crate::progress::{bar, spinner};
 use crate::settings::{Defaults, Resolved};
-use crate::target::Access;
 use crate::workload;
 use crate::{CliError, Common};
+use capcat_targets::Access;
 
 /// Options of the demo.
 #[derive(Clone, Debug)]

@@ -5,13 +5,11 @@
 mod commands;
 mod conform;
 mod demo;
-mod engine_fetch;
 mod ingest;
 mod pack_verify;
 mod progress;
 mod settings;
 mod sql_walk;
-mod target;
 mod verify;
 mod workload;
 
@@ -281,7 +279,7 @@ enum SchemaAction {
 pub(crate) enum CliError {
     /// A flag's value is refused.
     #[error(transparent)]
-    Target(#[from] target::TargetError),
+    Target(#[from] capcat_targets::TargetError),
     /// The configuration is refused.
     #[error("configuration: {0}")]
     Config(#[from] capcat_service::ConfigError),

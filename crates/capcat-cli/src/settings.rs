@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use capcat_clickhouse::Password;
 use capcat_service::{ServiceConfig, ValidConfig};
 
-use crate::target::{CatalogTarget, StoreTarget};
 use crate::{CliError, Common};
+use capcat_targets::{CatalogTarget, StoreTarget};
 
 /// The environment variable of `--config`.
 pub(crate) const ENV_CONFIG: &str = "CAPCAT_CONFIG";
@@ -262,7 +262,7 @@ impl Resolved {
                         StoreTarget::S3 {
                             bucket: bucket.to_owned(),
                             endpoint: endpoint.clone(),
-                            region: crate::target::DEFAULT_REGION.to_owned(),
+                            region: capcat_targets::DEFAULT_REGION.to_owned(),
                         },
                         Source::File,
                     )

@@ -24,8 +24,8 @@ use capcat_s3::{AnyStore, CatalogPrefix, ErrorClass, PackKey, PackStore, StoreEr
 use uuid::Uuid;
 
 use crate::commands::{config, open_catalog, read_error};
-use crate::target::Access;
 use crate::{CliError, Common};
+use capcat_targets::Access;
 
 /// What is wrong with one admitted pack.
 #[derive(Debug)]

@@ -7,11 +7,11 @@ use capcat_s3::{AnyStore, LocalStore, S3Config, S3Credentials, S3Store};
 use capcat_service::ValidConfig;
 
 /// The signing region of an S3 store that names none.
-pub(crate) const DEFAULT_REGION: &str = "us-east-1";
+pub const DEFAULT_REGION: &str = "us-east-1";
 
 /// Whether a command may create what it opens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
+pub enum Access {
     /// A command that only reads (search, get, hydrate, status, a demo
     /// verification): a mistyped `embedded:` or `local:` path is an error,
     /// not a new empty catalog or store left behind.
@@ -23,7 +23,7 @@ pub(crate) enum Access {
 
 /// A catalog location.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CatalogTarget {
+pub enum CatalogTarget {
     /// libchdb in this process, data at this path.
     Embedded(PathBuf),
     /// A ClickHouse server.
@@ -32,7 +32,7 @@ pub(crate) enum CatalogTarget {
 
 /// A store location.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum StoreTarget {
+pub enum StoreTarget {
     /// A local directory.
     Local(PathBuf),
     /// An S3 bucket at an endpoint.
@@ -73,7 +73,7 @@ impl std::fmt::Display for StoreTarget {
 /// A refused `--catalog` or `--store`, or one that could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum TargetError {
+pub enum TargetError {
     /// The text is not one of the accepted forms.
     #[error("{flag} {value:?}: {expected}")]
     Syntax {
@@ -128,7 +128,7 @@ impl CatalogTarget {
     ///
     /// # Errors
     /// Any other form.
-    pub(crate) fn parse(value: &str) -> Result<Self, TargetError> {
+    pub fn parse(value: &str) -> Result<Self, TargetError> {
         if let Some(path) = value.strip_prefix("embedded:")
             && !path.is_empty()
         {
@@ -152,13 +152,12 @@ impl CatalogTarget {
     /// # Errors
     /// The engine cannot be loaded, the URL is refused, or the password
     /// file cannot be read.
-    pub(crate) fn open(&self, access: Access, cfg: &ValidConfig) -> Result<Catalog, TargetError> {
+    pub fn open(&self, access: Access, cfg: &ValidConfig) -> Result<Catalog, TargetError> {
         let tables = &cfg.tables;
         let catalog = match self {
             Self::Embedded(path) => {
                 require_dir(access, "catalog", "--catalog", path)?;
-                crate::engine_fetch::ensure_libchdb()
-                    .map_err(|e| TargetError::Catalog(e.to_string()))?;
+                crate::engine::ensure_libchdb().map_err(|e| TargetError::Catalog(e.to_string()))?;
                 std::fs::create_dir_all(path)
                     .map_err(|e| TargetError::Catalog(format!("{}: {e}", path.display())))?;
                 Catalog::embedded(path, tables.prefix())
@@ -188,7 +187,7 @@ impl CatalogTarget {
 
     /// The URL the service configuration validates, when there is one.
     #[must_use]
-    pub(crate) fn url(&self) -> Option<String> {
+    pub fn url(&self) -> Option<String> {
         match self {
             Self::Http(url) => Some(url.clone()),
             Self::Embedded(_) => None,
@@ -234,7 +233,7 @@ impl StoreTarget {
     ///
     /// # Errors
     /// Any other form.
-    pub(crate) fn parse(value: &str) -> Result<Self, TargetError> {
+    pub fn parse(value: &str) -> Result<Self, TargetError> {
         let syntax = || TargetError::Syntax {
             flag: "--store",
             value: value.to_owned(),
@@ -274,7 +273,7 @@ impl StoreTarget {
     ///
     /// # Errors
     /// The directory cannot be created or the S3 configuration is refused.
-    pub(crate) fn open(&self, access: Access, cfg: &ValidConfig) -> Result<AnyStore, TargetError> {
+    pub fn open(&self, access: Access, cfg: &ValidConfig) -> Result<AnyStore, TargetError> {
         match self {
             Self::Local(dir) => {
                 require_dir(access, "store", "--store", dir)?;
@@ -306,7 +305,7 @@ impl StoreTarget {
 
     /// The store id written into descriptors.
     #[must_use]
-    pub(crate) fn store_id(&self) -> String {
+    pub fn store_id(&self) -> String {
         match self {
             Self::Local(_) => "local".to_owned(),
             Self::S3 { bucket, .. } => format!("s3:{bucket}"),
@@ -315,7 +314,7 @@ impl StoreTarget {
 
     /// The S3 endpoint, when there is one.
     #[must_use]
-    pub(crate) fn endpoint(&self) -> Option<String> {
+    pub fn endpoint(&self) -> Option<String> {
         match self {
             Self::S3 { endpoint, .. } => Some(endpoint.clone()),
             Self::Local(_) => None,

@@ -1,7 +1,7 @@
 //! Finding libchdb, and fetching it when absent: the same steps as
 //! `cargo xtask fetch-engine` (xtask/src/engine.rs), with the same pin
-//! (`capcat_chdb::pin`), so `capcat demo` works on a machine where nobody
-//! ran xtask.
+//! (`capcat_chdb::pin`), so `capcat demo` and the Python package work on a
+//! machine where nobody ran xtask.
 
 use std::fs;
 use std::io::Read as _;
@@ -17,7 +17,7 @@ use capcat_clickhouse::libchdb_pin::{MEMBER, PACKAGE, TARBALL, TARBALL_SHA256, V
 /// Why the engine could not be found or fetched.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum FetchError {
+pub enum FetchError {
     /// Neither `$CAPCAT_CACHE_DIR` nor `$HOME` is set.
     #[error("no cache directory: set CAPCAT_CACHE_DIR or HOME")]
     NoCache,
@@ -39,14 +39,14 @@ fn cache_dir() -> Result<PathBuf, FetchError> {
 ///
 /// # Errors
 /// npm missing or failing, a checksum mismatch, a file operation failing.
-pub(crate) fn ensure_libchdb() -> Result<PathBuf, FetchError> {
+pub fn ensure_libchdb() -> Result<PathBuf, FetchError> {
     if let Some(path) = std::env::var_os("CAPCAT_LIBCHDB") {
         let path = PathBuf::from(path);
         if path.is_file() {
             return Ok(path);
         }
-        eprintln!(
-            "capcat: CAPCAT_LIBCHDB={} does not exist; using the cache",
+        tracing::warn!(
+            "CAPCAT_LIBCHDB={} does not exist; using the cache",
             path.display()
         );
     }
@@ -55,8 +55,10 @@ pub(crate) fn ensure_libchdb() -> Result<PathBuf, FetchError> {
     if target.is_file() {
         return Ok(target);
     }
-    eprintln!(
-        "capcat: the embedded ClickHouse engine (libchdb {VERSION}) is not in {}; \
+    // A warning, so the default filter shows it: a 180 MB download is
+    // something the user should hear about before it starts.
+    tracing::warn!(
+        "the embedded ClickHouse engine (libchdb {VERSION}) is not in {}; \
          fetching it with `npm pack {PACKAGE}@{VERSION}` (about 180 MB, once)",
         dir.display()
     );
@@ -76,7 +78,7 @@ fn fetch_in(work: &Path, target: &Path) -> Result<(), FetchError> {
     let status = Command::new("npm")
         .args(["pack", &spec, "--loglevel=warn"])
         .current_dir(work)
-        .stdout(std::io::stderr())
+        .stdout(std::process::Stdio::null())
         .status()
         .map_err(|e| {
             FetchError::Step(format!(
@@ -112,7 +114,7 @@ fn fetch_in(work: &Path, target: &Path) -> Result<(), FetchError> {
             target.display()
         ))
     })?;
-    eprintln!("capcat: libchdb {VERSION} is at {}", target.display());
+    tracing::warn!("libchdb {VERSION} is at {}", target.display());
     Ok(())
 }
 
