@@ -6,14 +6,12 @@ use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
 use capcat_clickhouse::CatalogError;
-use capcat_pack::{
-    CaptureIdentity, Dtype, RecordLocator, RecordMetadata, Sha256Digest, verify_hydrated,
-};
+use capcat_pack::{CaptureIdentity, Dtype, RecordMetadata};
 use capcat_proto::CaptureDescriptor;
 use capcat_proto::reader::ReaderError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_proto::{Failure, LeaseError};
-use capcat_s3::{AnyStore, ByteRange, PackKey, PackStore};
+use capcat_s3::AnyStore;
 use capcat_service::{Catalog, Service, StartError, ValidConfig};
 use uuid::Uuid;
 
@@ -357,29 +355,9 @@ pub(crate) async fn hydrate(
     let d = lookup.records.get(&id).ok_or_else(|| {
         CliError::Other(format!("capture {id} not found at pinned version {pinned}"))
     })?;
-    let digest = hex::decode(&d.locator.payload_sha256)
-        .ok()
-        .and_then(|v| <[u8; 32]>::try_from(v).ok())
-        .ok_or_else(|| CliError::Verify("bad payload_sha256 in the catalog".to_owned()))?;
-    let locator = RecordLocator {
-        index: 0,
-        capture_id: id,
-        offset: d.locator.payload_offset,
-        length: d.locator.payload_length,
-        sha256: Sha256Digest(digest),
-    };
-    let key = PackKey::new(cfg.prefix.clone(), d.locator.pack_id).object_key();
-    let bytes = if locator.length == 0 {
-        bytes::Bytes::new()
-    } else {
-        let range = ByteRange::new(locator.offset, locator.offset + locator.length)
-            .map_err(|e| CliError::Other(e.to_string()))?;
-        store
-            .get_range(&key, range)
-            .await
-            .map_err(|e| CliError::Other(e.to_string()))?
-    };
-    let payload = verify_hydrated(&locator, bytes)?;
+    let payload = capcat_service::hydrate(&store, &cfg.prefix, d)
+        .await
+        .map_err(|e| CliError::Hydrate(Box::new(e)))?;
     let dtype = Dtype::from_str(&d.dtype)?;
     let data = match out.extension().and_then(|e| e.to_str()) {
         Some("npy") => npy(dtype, &d.shape, &payload),

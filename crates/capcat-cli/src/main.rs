@@ -301,6 +301,9 @@ pub(crate) enum CliError {
     /// The spool failed.
     #[error("spool: {0}")]
     Spool(#[from] capcat_service::SpoolError),
+    /// A capture's payload could not be read back or did not verify.
+    #[error("hydrate: {0}")]
+    Hydrate(Box<capcat_service::HydrateError>),
     /// A file operation on a named path failed.
     #[error("{what} {}: {source}", path.display())]
     Path {

@@ -19,6 +19,8 @@
 //!   [`DemandPublisher`] (bounded slots, dropped and counted when full,
 //!   drained on close).
 //!
+//! - [`hydrate()`]: one capture's payload read back and verified.
+//!
 //! `docs/operations.md` describes running it.
 
 #![forbid(unsafe_code)]
@@ -30,6 +32,7 @@ mod cycle;
 mod demand_events;
 pub mod descriptors;
 mod error;
+pub mod hydrate;
 mod lease_slot;
 pub mod owner_lock;
 mod reconcile;
@@ -45,6 +48,7 @@ pub use capcat_clickhouse::demand::DemandPublisher;
 pub use catalog::Catalog;
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
 pub use error::{CycleError, FlushError, SinkError, StartError};
+pub use hydrate::{HydrateError, hydrate};
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushProgress, FlushReport, Service};
