@@ -14,7 +14,7 @@
 //!    may contain one of [`DESIGN_MARKERS`] (the switches and names of the
 //!    protocol designs the model rejected).
 //! 3. **One drive loop.** No file under the `src/` of capcat-clickhouse,
-//!    capcat-service, capcat-targets or capcat-cli calls a transport's `.execute(` but
+//!    capcat-service, capcat-targets, capcat-cli or capcat-py calls a transport's `.execute(` but
 //!    capcat-clickhouse's `drive.rs` and its `transport/` module (which
 //!    implements it): every statement runs as a capcat-proto machine
 //!    through `drive`.
@@ -103,6 +103,18 @@ const LAYERS: &[Placement] = &[
     },
     Placement {
         name: "capcat-cli",
+        role: Role::Layer(4),
+        may_depend_on: &[
+            "capcat-targets",
+            "capcat-service",
+            "capcat-clickhouse",
+            "capcat-s3",
+            "capcat-pack",
+            "capcat-proto",
+        ],
+    },
+    Placement {
+        name: "capcat-py",
         role: Role::Layer(4),
         may_depend_on: &[
             "capcat-targets",
@@ -376,11 +388,12 @@ fn design_leaks(files: &[(String, String)], rejected: &[String]) -> Vec<Leak> {
 }
 
 /// The crates whose `src/` may send statements only through the drive loop.
-const DRIVEN_CRATES: [&str; 4] = [
+const DRIVEN_CRATES: [&str; 5] = [
     "capcat-clickhouse",
     "capcat-service",
     "capcat-targets",
     "capcat-cli",
+    "capcat-py",
 ];
 
 /// The files (relative to `crates/`) allowed to call `.execute(`: the
