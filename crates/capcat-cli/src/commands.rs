@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::str::FromStr as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use capcat_clickhouse::CatalogError;
 use capcat_pack::{CaptureIdentity, Dtype, RecordMetadata};
@@ -12,7 +12,7 @@ use capcat_proto::reader::ReaderError;
 use capcat_proto::reader::{Cursor, PageSize, Range, SearchFilter, SearchQuery};
 use capcat_proto::{Failure, LeaseError};
 use capcat_s3::AnyStore;
-use capcat_service::{Catalog, Service, StartError, ValidConfig};
+use capcat_service::{Catalog, Service, ValidConfig};
 use uuid::Uuid;
 
 use crate::settings::{Defaults, Resolved};
@@ -591,12 +591,9 @@ impl LeaseWait {
     }
 }
 
-/// Starts the service; while the publisher lease is held by another holder
-/// (a killed process's lease has not expired yet), retries until `wait`
-/// has passed, announcing the wait once. Every other refusal returns at
-/// once: in particular `StartError::SpoolBusy` (a live process owns the
-/// spool), which waiting cannot cure, and retrying a start that could sweep
-/// would be wrong anyway.
+/// Starts the service, waiting up to `wait` for another holder's lease to
+/// run out (see [`capcat_service::start_waiting_for_lease`]), and saying
+/// so once.
 pub(crate) async fn start_waiting_for_lease(
     cfg: ValidConfig,
     ownership: Option<capcat_service::SpoolOwnership>,
@@ -604,43 +601,20 @@ pub(crate) async fn start_waiting_for_lease(
     catalog: Catalog,
     wait: Duration,
 ) -> Result<Service<AnyStore>, CliError> {
-    let until = Instant::now() + wait;
-    let mut announced = false;
-    // Bounded by `wait`: every iteration sleeps 500 ms.
-    loop {
-        let started = match &ownership {
-            Some(owned) => {
-                Service::start_owning(cfg.clone(), store.clone(), catalog.clone(), owned.clone())
-                    .await
-            }
-            None => Service::start(cfg.clone(), store.clone(), catalog.clone()).await,
-        };
-        match started {
-            // A live lease of another process (a stopped or killed one), or
-            // every claim refused by another lease's live row (a killed
-            // process's claim, or a rival's that lost its race): either
-            // expires within one TTL, so both are waited out.
-            Err(StartError::Lease(
-                ref refusal @ (LeaseError::Held { .. } | LeaseError::Contested { .. }),
-            )) if Instant::now() < until => {
-                if !announced {
-                    match refusal {
-                        LeaseError::Held { holder, .. } => println!(
-                            "the publisher lease is held by {holder} (a stopped or killed \
-                             process?); waiting up to {wait:.0?} for it to expire"
-                        ),
-                        _ => println!(
-                            "the publisher lease is contested (claims refused by another \
-                             lease's live row); waiting up to {wait:.0?} for it to expire"
-                        ),
-                    }
-                    announced = true;
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            other => return Ok(other?),
-        }
-    }
+    let announce = |refusal: &LeaseError| match refusal {
+        LeaseError::Held { holder, .. } => println!(
+            "the publisher lease is held by {holder} (a stopped or killed \
+             process?); waiting up to {wait:.0?} for it to expire"
+        ),
+        _ => println!(
+            "the publisher lease is contested (claims refused by another \
+             lease's live row); waiting up to {wait:.0?} for it to expire"
+        ),
+    };
+    Ok(
+        capcat_service::start_waiting_for_lease(cfg, ownership, store, catalog, wait, announce)
+            .await?,
+    )
 }
 
 /// How long a command's final flush may go without progress.

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use capcat_pack::{CaptureIdentity, Dtype, RecordMetadata};
+use capcat_proto::LeaseError;
 use capcat_s3::AnyStore;
-use capcat_service::Service;
+use capcat_service::{Service, owner_lock, start_waiting_for_lease};
 use capcat_targets::Access;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -146,7 +147,11 @@ fn unix_now_ns() -> u64 {
 impl NativeService {
     /// Starts the service (see `capcat.Service`).
     #[new]
-    #[pyo3(signature = (catalog, store, spool, prefix, config_kind, config_text))]
+    #[pyo3(signature = (catalog, store, spool, prefix, config_kind, config_text, lease_wait_s))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the keyword arguments of capcat.Service"
+    )]
     fn new(
         py: Python<'_>,
         catalog: String,
@@ -155,8 +160,14 @@ impl NativeService {
         prefix: Option<String>,
         config_kind: &str,
         config_text: Option<String>,
+        lease_wait_s: f64,
     ) -> PyResult<Self> {
         let started = (|| {
+            let lease_wait = if lease_wait_s == 0.0 {
+                Duration::ZERO
+            } else {
+                positive_seconds("lease_wait", lease_wait_s)?
+            };
             let config = parse_config(config_kind, config_text)?;
             let holder = format!("capcat-python-{}", std::process::id());
             let resolved = open::resolve(
@@ -174,7 +185,25 @@ impl NativeService {
                 let catalog = resolved.catalog.open(Access::Create, &cfg)?;
                 catalog.check_access().await?;
                 let store = resolved.store.open(Access::Create, &cfg)?;
-                Ok(Service::start(cfg, store, catalog).await?)
+                // The spool's owner lock first and once, as the command
+                // takes it: a live owner is refused at once, and no retry
+                // of a start waiting for the lease sweeps the spool again.
+                let ownership = if cfg.raw.owns_spool {
+                    Some(owner_lock::take(&cfg.raw.spool_dir, &cfg.raw.holder)?)
+                } else {
+                    None
+                };
+                let announce = |refusal: &LeaseError| {
+                    tracing::warn!(
+                        %refusal,
+                        "waiting up to {lease_wait:.0?} for the publisher lease to expire \
+                         (a stopped or killed process's?)"
+                    );
+                };
+                Ok(
+                    start_waiting_for_lease(cfg, ownership, store, catalog, lease_wait, announce)
+                        .await?,
+                )
             })
         })();
         let service = started.map_err(|e| e.into_py_err(py))?;
@@ -300,6 +329,37 @@ impl NativeService {
             Ok((Ok(()), released)) => Ok(released),
             Ok((Err(flush), _)) => Err(Raised::from(flush).into_py_err(py)),
             Err(raised) => Err(raised.into_py_err(py)),
+        }
+    }
+}
+
+impl Drop for NativeService {
+    /// A service Python drops without `close()` (garbage collected, or the
+    /// interpreter exiting) seals its open pack into the spool, a local
+    /// write, so nothing captured is lost: the next service on the spool,
+    /// or `capcat drain`, uploads and indexes it. It waits for nothing
+    /// else: the service's tasks stop at once and its lease expires on its
+    /// own.
+    fn drop(&mut self) {
+        let taken = self
+            .service
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(service) = taken else {
+            return;
+        };
+        match service.seal() {
+            Ok(Some(pack_id)) => tracing::warn!(
+                %pack_id,
+                "a capcat.Service was dropped without close(): its open pack is sealed in the \
+                 spool; the next service on the spool or `capcat drain` finishes it"
+            ),
+            Ok(None) => tracing::debug!("a capcat.Service was dropped without close()"),
+            Err(error) => tracing::error!(
+                %error,
+                "a capcat.Service was dropped without close() and its open pack could not be sealed"
+            ),
         }
     }
 }

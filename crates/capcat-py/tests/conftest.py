@@ -136,7 +136,10 @@ class StalledServer:
 
 
 @pytest.fixture
-def stalled() -> Iterator[StalledServer]:
+def stalled(monkeypatch: pytest.MonkeyPatch) -> Iterator[StalledServer]:
+    # Credentials, so an S3 store pointed at it gets as far as the request.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
     server = StalledServer()
     yield server
     server.close()

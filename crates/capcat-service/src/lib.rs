@@ -20,6 +20,8 @@
 //!   drained on close).
 //!
 //! - [`hydrate()`]: one capture's payload read back and verified.
+//! - [`start_waiting_for_lease`]: a start that waits out a killed
+//!   process's publisher lease.
 //!
 //! `docs/operations.md` describes running it.
 
@@ -34,6 +36,7 @@ pub mod descriptors;
 mod error;
 pub mod hydrate;
 mod lease_slot;
+mod lease_wait;
 pub mod owner_lock;
 mod reconcile;
 mod service;
@@ -49,6 +52,7 @@ pub use catalog::Catalog;
 pub use config::{ConfigError, ServiceConfig, ValidConfig};
 pub use error::{CycleError, FlushError, SinkError, StartError};
 pub use hydrate::{HydrateError, hydrate};
+pub use lease_wait::start_waiting_for_lease;
 pub use owner_lock::{SpoolHolder, SpoolOwnership};
 pub use reconcile::ReconcileReport;
 pub use service::{CloseReport, FlushProgress, FlushReport, Service};

@@ -16,6 +16,7 @@ class NativeService:
         prefix: Optional[str],
         config_kind: str,
         config_text: Optional[str],
+        lease_wait_s: float,
     ) -> None: ...
     def capture(
         self,

@@ -37,7 +37,10 @@ class Service:
     ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``). ``spool``: the spool
     directory; ``prefix``: the catalog prefix (tables and object keys);
     ``config``: a TOML file or a mapping of the same keys. The explicit
-    arguments beat the configuration.
+    arguments beat the configuration. ``lease_wait``: how long to wait when
+    the catalog's publisher lease is held by another holder (a killed
+    process's lease lives until its TTL passes); 0 refuses at once with
+    :class:`capcat.errors.LeaseHeldError`.
 
     Every call that waits releases the GIL. Use it as a context manager, or
     call :meth:`close`: a service dropped without it stops at once without
@@ -52,10 +55,13 @@ class Service:
         spool: Optional[PathArg] = "capcat-data/spool",
         prefix: Optional[str] = None,
         config: ConfigArg = None,
+        lease_wait: float = 60.0,
     ) -> None:
         kind, text = config_text(config)
         spool_path = None if spool is None else os.fspath(spool)
-        self._native = _capcat.NativeService(catalog, store, spool_path, prefix, kind, text)
+        self._native = _capcat.NativeService(
+            catalog, store, spool_path, prefix, kind, text, float(lease_wait)
+        )
 
     def capture(
         self,
