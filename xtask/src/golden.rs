@@ -11,16 +11,18 @@ use std::process::Command;
 
 use crate::{Result, cache};
 
-/// The packages the check script imports, and pytest, which runs the
-/// Python implementation of the protocol under the conformance kit
-/// (`cargo xtask conform`).
-const PACKAGES: [&str; 3] = ["safetensors", "numpy", "pytest"];
+/// The packages the check script imports; pytest, which runs the Python
+/// implementation of the protocol under the conformance kit (`cargo xtask
+/// conform`) and the Python package's tests (`cargo xtask python`); and
+/// what those need: maturin builds the package's wheel, ml_dtypes is its
+/// dependency (numpy's bfloat16).
+const PACKAGES: [&str; 5] = ["safetensors", "numpy", "pytest", "maturin", "ml_dtypes"];
 
 /// Written into the venv after `pip install` succeeded, so a venv left half
 /// built by an interrupted run is rebuilt rather than trusted.
 /// Its name changes with [`PACKAGES`], so a venv built for an older list is
 /// rebuilt.
-const READY_MARKER: &str = ".capcat-golden-ready-pytest";
+const READY_MARKER: &str = ".capcat-golden-ready-pytest-maturin";
 
 /// Runs the Python cross-check of `tests/data/golden/`.
 pub(crate) fn check_python() -> Result<()> {

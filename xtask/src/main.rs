@@ -15,6 +15,7 @@ mod fuzz;
 mod golden;
 mod lint_arch;
 mod model;
+mod python;
 mod s3_server;
 mod spec;
 mod test;
@@ -40,6 +41,9 @@ commands:
                      its manifest
   conform            run the conformance kit against the Python implementation
                      of the protocol (tests/conform-python, with pytest)
+  python [ARGS...]   build the capcat Python package (maturin) into the cached
+                     venv and run its pytest suite on the real engines
+                     (ARGS go to pytest)
   lint-arch          check the crate layering (cargo metadata) and that
                      rejected protocol designs stay in capcat-proto's designs/
   corpus [--check]   regenerate the model's trace corpus (tests/corpus); with
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
         "conform" => conform::run(),
+        "python" => python::run(rest),
         "lint-arch" => lint_arch::run(),
         "corpus" => corpus::run(rest),
         "model" => model::run(rest),

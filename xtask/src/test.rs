@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use crate::{Result, cache, conform, engine, golden, lint_arch, s3_server, spec};
+use crate::{Result, cache, conform, engine, golden, lint_arch, python, s3_server, spec};
 
 /// Runs the whole test suite. Extra arguments go to `cargo nextest run`.
 pub(crate) fn run(extra: &[String]) -> Result<()> {
@@ -71,6 +71,7 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
     spec::check()?;
     golden::check_python()?;
     conform::run()?;
+    python::run(&[])?;
     // The trace corpus the replay runs is checked inside the nextest run
     // above (capcat-tests' `corpus` tests, one per file): each export is a
     // breadth-first search, and as tests they overlap with the engine
