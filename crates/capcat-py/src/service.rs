@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::str::FromStr as _;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use capcat_pack::{CaptureIdentity, Dtype, RecordMetadata};
@@ -134,15 +134,6 @@ fn check_name(what: &'static str, value: &str) -> Result<(), Raised> {
     .with("value", Field::Text(value.to_owned())))
 }
 
-fn unix_now_ns() -> u64 {
-    // A clock before 1970 or after 2554 is a broken host; the capture time
-    // is metadata, so it records 0 (or the saturated value) rather than
-    // refusing the capture.
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
 #[pymethods]
 impl NativeService {
     /// Starts the service (see `capcat.Service`).
@@ -249,7 +240,7 @@ impl NativeService {
                 tenant_id: tenant,
                 experiment_id: experiment,
                 run_id: run,
-                captured_at_ns: captured_at_ns.unwrap_or_else(unix_now_ns),
+                captured_at_ns: captured_at_ns.unwrap_or_else(capcat_clickhouse::unix_now_ns),
                 capture_id: Uuid::nil(),
             };
             let common = (model, hook, step, tags);
