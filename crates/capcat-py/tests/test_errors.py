@@ -113,6 +113,9 @@ def test_reads_refuse_bad_arguments_and_name_missing_ids(place):
     assert raised.value.kind == "BadId" and raised.value.id == "not-a-uuid"
     with pytest.raises(capcat.QueryError):
         next(reader.search(cursor="garbage"))
+    with pytest.raises(capcat.QueryError) as raised:
+        next(reader.search(dtype="f8"))
+    assert raised.value.kind == "UnknownDtype"
     absent = uuid.uuid4()
     with pytest.raises(capcat.NotFoundError) as raised:
         reader.hydrate([ids["x"], absent])

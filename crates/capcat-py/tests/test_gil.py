@@ -81,3 +81,34 @@ def test_dropping_a_service_without_close_does_not_wait_for_its_flush(place, sta
     with capcat.Service(**place.service_args(), lease_wait=10.0) as again:
         again.flush()
         assert again.snapshot()["indexed"] == 1
+
+
+def test_threads_capture_into_one_service_at_once(place):
+    import threading
+
+    config = {"max_pack_records": 10}
+    errors = []
+    with capcat.Service(**place.service_args(), config=config) as service:
+
+        def capture(thread: int) -> None:
+            try:
+                for step in range(25):
+                    service.capture("acme", f"thread-{thread}", step,
+                                    {"x": np.full(8, thread * 1000 + step, np.int64)})
+            except Exception as error:  # noqa: BLE001 - reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=capture, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        service.flush()
+    assert errors == []
+    reader = capcat.Reader("acme", **place.reader_args())
+    captures = list(reader.captures(page_size=1000))
+    assert len(captures) == 100
+    arrays = reader.hydrate(c.capture_id for c in captures)
+    assert sorted(int(a[0]) for a in arrays.values()) == sorted(
+        t * 1000 + s for t in range(4) for s in range(25)
+    )

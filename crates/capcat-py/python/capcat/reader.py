@@ -10,8 +10,8 @@ import numpy as np
 
 from . import _capcat
 from ._config import ConfigArg, config_text
-from ._tensors import from_raw, to_torch
-from .errors import NotFoundError
+from ._tensors import DTYPES, from_raw, to_torch
+from .errors import NotFoundError, QueryError
 
 IdArg = Union[str, uuid.UUID]
 
@@ -100,7 +100,14 @@ class Reader:
     ) -> Iterator[Page]:
         """The pages of captures matching every filter given (steps and
         times inclusive), in capture-key order, all at one pinned version."""
-        dtype = dtype.upper() if dtype is not None else None
+        if dtype is not None:
+            dtype = dtype.upper()
+            if dtype not in DTYPES:
+                raise QueryError(
+                    f"dtype {dtype!r} is not one capcat stores ({', '.join(DTYPES)})",
+                    "UnknownDtype",
+                    value=dtype,
+                )
         while True:
             rows, pinned, cursor = self._native.search_page(
                 experiment,
