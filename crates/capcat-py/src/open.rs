@@ -13,6 +13,10 @@ use capcat_targets::{CatalogTarget, StoreTarget};
 
 use crate::errors::Raised;
 
+/// The spool when neither the `spool` argument nor the configuration names
+/// one: the `capcat` command's, so both find the same directory.
+const DEFAULT_SPOOL: &str = "capcat-data/spool";
+
 /// The configuration as the Python half passes it.
 #[derive(Debug)]
 pub(crate) enum ConfigText {
@@ -20,6 +24,23 @@ pub(crate) enum ConfigText {
     Default,
     /// A TOML document (a file's contents, or a dict written as TOML).
     Toml(String),
+}
+
+/// The configuration the Python half passes: `("default", None)` or
+/// `("toml", text)` (a file's contents, or a dict written as TOML).
+///
+/// # Errors
+/// Any other pair: a caller of the native module other than the package.
+pub(crate) fn parse_config(kind: &str, text: Option<String>) -> Result<ConfigText, Raised> {
+    match (kind, text) {
+        ("default", None) => Ok(ConfigText::Default),
+        ("toml", Some(text)) => Ok(ConfigText::Toml(text)),
+        (kind, _) => Err(Raised::new(
+            "ConfigError",
+            "ConfigKind",
+            format!("config kind {kind:?} with or without text is not one the package passes"),
+        )),
+    }
 }
 
 /// What a service or a reader opens.
@@ -68,8 +89,23 @@ pub(crate) fn resolve(
     holder: String,
 ) -> Result<Resolved, Raised> {
     let mut raw = match config {
-        ConfigText::Default => ServiceConfig::default(),
-        ConfigText::Toml(text) => ServiceConfig::parse_toml(&text)?,
+        ConfigText::Default => ServiceConfig {
+            spool_dir: DEFAULT_SPOOL.into(),
+            ..ServiceConfig::default()
+        },
+        ConfigText::Toml(text) => {
+            let mut raw = ServiceConfig::parse_toml(&text)?;
+            // A file that names no spool gets the command's default spool,
+            // not the library's (`spool`), as `--config` does for the
+            // command.
+            let names_spool = text
+                .parse::<toml::Table>()
+                .is_ok_and(|table| table.contains_key("spool_dir"));
+            if !names_spool {
+                raw.spool_dir = DEFAULT_SPOOL.into();
+            }
+            raw
+        }
     };
     let catalog = CatalogTarget::parse(&locations.catalog)?;
     let store = StoreTarget::parse(&locations.store)?;

@@ -14,9 +14,8 @@ use pyo3::types::{PyByteArray, PyDict};
 use uuid::Uuid;
 
 use crate::errors::{Field, Raised};
-use crate::open::{self, Locations};
+use crate::open::{self, Locations, parse_config};
 use crate::runtime;
-use crate::service::parse_config;
 
 /// Ids per catalog lookup: one statement's parameters stay small whatever
 /// the caller asks for.

@@ -18,13 +18,21 @@ use pyo3::prelude::*;
 use uuid::Uuid;
 
 use crate::errors::{Field, Raised};
-use crate::open::{self, ConfigText, Locations};
+use crate::open::{self, Locations, parse_config};
 use crate::runtime;
 
 /// One tensor of a capture as the Python half passes it: tensor name,
 /// module path, dtype name (`BF16`, `F32`, ...), shape, and its bytes
 /// (little-endian, row-major, as a `B`-format buffer).
 type Item = (String, String, String, Vec<u64>, PyBuffer<u8>);
+
+/// What every tensor of one capture shares besides its identity.
+struct Common {
+    model: String,
+    hook: String,
+    step: u64,
+    tags: BTreeMap<String, String>,
+}
 
 /// A tensor's record, checked and copied out of its Python buffer.
 struct Record {
@@ -50,27 +58,14 @@ impl NativeService {
     }
 }
 
-pub(crate) fn parse_config(kind: &str, text: Option<String>) -> Result<ConfigText, Raised> {
-    match (kind, text) {
-        ("default", None) => Ok(ConfigText::Default),
-        ("toml", Some(text)) => Ok(ConfigText::Toml(text)),
-        (kind, _) => Err(Raised::new(
-            "ConfigError",
-            "ConfigKind",
-            format!("config kind {kind:?} with or without text is not one the package passes"),
-        )),
-    }
-}
-
 /// Checks one tensor and copies its bytes (with the GIL held: the buffer
 /// is Python's).
 fn record(
     py: Python<'_>,
     identity: &CaptureIdentity,
-    common: &(String, String, u64, BTreeMap<String, String>),
+    common: &Common,
     item: Item,
 ) -> Result<Record, Raised> {
-    let (model, hook, step, tags) = common;
     let (tensor_name, module_path, dtype, shape, buffer) = item;
     let refused = |kind: &str, message: String| {
         Raised::new("CaptureError", kind, message).with("tensor", Field::Text(tensor_name.clone()))
@@ -101,14 +96,14 @@ fn record(
                 capture_id: Uuid::new_v4(),
                 ..identity.clone()
             },
-            model: model.clone(),
+            model: common.model.clone(),
             module_path,
-            hook: hook.clone(),
-            step: *step,
+            hook: common.hook.clone(),
+            step: common.step,
             tensor_name,
             dtype,
             shape,
-            tags: tags.clone(),
+            tags: common.tags.clone(),
         },
         payload: Bytes::from(payload),
     })
@@ -243,7 +238,12 @@ impl NativeService {
                 captured_at_ns: captured_at_ns.unwrap_or_else(capcat_clickhouse::unix_now_ns),
                 capture_id: Uuid::nil(),
             };
-            let common = (model, hook, step, tags);
+            let common = Common {
+                model,
+                hook,
+                step,
+                tags,
+            };
             let records = items
                 .into_iter()
                 .map(|item| record(py, &identity, &common, item))

@@ -184,3 +184,21 @@ def test_errors_carry_their_fields_through_pickle():
     assert (back.kind, back.pending, back.fields) == ("NotDrained", 3, error.fields)
     assert issubclass(errors.LeaseHeldError, errors.CatalogError)
     assert all(issubclass(getattr(errors, n), errors.CapcatError) for n in errors.__all__)
+
+
+def test_the_spool_is_the_argument_else_the_configuration_else_the_commands(
+    place, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    args = {**place.service_args(), "spool": None}
+    with capcat.Service(**args, config={"spool_dir": str(tmp_path / "from-config")}):
+        assert (tmp_path / "from-config" / ".owner.lock").exists()
+    with capcat.Service(**args):
+        assert (tmp_path / "capcat-data" / "spool" / ".owner.lock").exists()
+    file = tmp_path / "capcat.toml"
+    file.write_text("poll_interval_s = 0.05\n")
+    with capcat.Service(**args, config=file):
+        assert (tmp_path / "capcat-data" / "spool" / ".owner.lock").exists()
+    with capcat.Service(**{**args, "spool": tmp_path / "explicit"}, config={"spool_dir": "x"}):
+        assert (tmp_path / "explicit" / ".owner.lock").exists()
+    assert not (tmp_path / "x").exists()

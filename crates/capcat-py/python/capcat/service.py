@@ -35,7 +35,8 @@ class Service:
     ``"http(s)://host:port"``. ``store``: ``"local:<dir>"`` or
     ``"s3://bucket?endpoint=URL[&region=R]"`` (credentials from
     ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``). ``spool``: the spool
-    directory; ``prefix``: the catalog prefix (tables and object keys);
+    directory (the configuration's ``spool_dir`` when ``None``, else
+    ``capcat-data/spool``, the command's); ``prefix``: the catalog prefix (tables and object keys);
     ``config``: a TOML file or a mapping of the same keys. The explicit
     arguments beat the configuration. ``lease_wait``: how long to wait when
     the catalog's publisher lease is held by another holder (a killed
@@ -52,7 +53,7 @@ class Service:
         self,
         catalog: str = "embedded:capcat-data/catalog",
         store: str = "local:capcat-data/store",
-        spool: Optional[PathArg] = "capcat-data/spool",
+        spool: Optional[PathArg] = None,
         prefix: Optional[str] = None,
         config: ConfigArg = None,
         lease_wait: float = 60.0,
