@@ -25,6 +25,14 @@ pub(crate) fn repo_root() -> PathBuf {
         .map_or_else(|| manifest_dir.to_path_buf(), Path::to_path_buf)
 }
 
+/// The workspace's target directory: `$CARGO_TARGET_DIR`, else `target/`
+/// in the repository.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
 /// Runs `command`, echoing it first, and fails with its exit status.
 pub(crate) fn run(command: &mut Command) -> Result<()> {
     eprintln!("xtask: running {command:?}");

@@ -19,10 +19,7 @@ pub(crate) fn run() -> Result<()> {
         "capcat-conform",
         "--bins",
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let kit = target.join("debug").join("capcat-conform");
+    let kit = cache::target_dir().join("debug").join("capcat-conform");
     let python = golden::ensure_venv()?;
     let mut pytest = Command::new(&python);
     pytest

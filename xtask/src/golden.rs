@@ -71,18 +71,7 @@ pub(crate) fn ensure_venv() -> Result<PathBuf> {
             venv.display()
         )
     })?;
-    cache::run(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--quiet",
-            ])
-            .args(PACKAGES),
-    )
-    .map_err(|e| {
+    pip_install(&python, &[], &PACKAGES.map(std::ffi::OsStr::new)).map_err(|e| {
         format!(
             "cannot pip install {} into {} ({e}); the check needs access to a Python \
              package index",
@@ -107,4 +96,25 @@ fn system_python() -> Result<String> {
         })
         .map(str::to_owned)
         .ok_or_else(|| "no Python interpreter: neither `python3` nor `python` runs".into())
+}
+
+/// `pip install` quietly into the venv of `python`: `options`, then the
+/// packages or wheel files `targets`.
+pub(crate) fn pip_install(
+    python: &Path,
+    options: &[&str],
+    targets: &[&std::ffi::OsStr],
+) -> Result<()> {
+    cache::run(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+            ])
+            .args(options)
+            .args(targets),
+    )
 }

@@ -22,24 +22,14 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
         "-p",
         "capcat-cli",
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target = cache::target_dir();
     let capcat = target.join("debug").join("capcat");
     let python = golden::ensure_venv()?;
     let wheel = build_wheel(&root, &python, &target.join("python-wheel"))?;
-    cache::run(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--quiet",
-                "--force-reinstall",
-                "--no-deps",
-            ])
-            .arg(&wheel),
+    golden::pip_install(
+        &python,
+        &["--force-reinstall", "--no-deps"],
+        &[wheel.as_os_str()],
     )
     .map_err(|e| format!("cannot install {} into the venv: {e}", wheel.display()))?;
     let mut pytest = Command::new(&python);

@@ -189,16 +189,10 @@ pub(crate) fn read_error(prefix: &str) -> impl FnOnce(CatalogError) -> CliError 
     }
 }
 
-/// Refuses a name that cannot be what the user meant: empty (every capture
-/// needs a tenant, and an empty one is a shell variable that was not set)
-/// or holding a control character (a pasted newline or escape, which would
-/// also corrupt every line the CLI prints).
+/// Refuses a name that cannot be what the user meant
+/// ([`capcat_targets::name_refusal`]).
 pub(crate) fn check_name(what: &str, value: &str) -> Result<(), CliError> {
-    let reason = if value.is_empty() {
-        "must not be empty"
-    } else if value.chars().any(char::is_control) {
-        "must not contain control characters"
-    } else {
+    let Some(reason) = capcat_targets::name_refusal(value) else {
         return Ok(());
     };
     Err(CliError::BadName {

@@ -134,11 +134,11 @@ impl NativeReader {
         tenant: String,
     ) -> PyResult<Self> {
         let opened = (|| {
-            if tenant.is_empty() || tenant.chars().any(char::is_control) {
+            if let Some(reason) = capcat_targets::name_refusal(&tenant) {
                 return Err(Raised::new(
                     "ConfigError",
                     "BadTenant",
-                    format!("tenant {tenant:?} must be non-empty, without control characters"),
+                    format!("tenant {tenant:?}: {reason}"),
                 ));
             }
             let config = parse_config(config_kind, config_text)?;

@@ -109,15 +109,10 @@ fn record(
     })
 }
 
-/// Refuses a name that cannot be what the caller meant, as the `capcat`
-/// command does: empty (an unset variable), or holding a control
-/// character (which would also corrupt every line that prints it).
+/// Refuses a name that cannot be what the caller meant, by the `capcat`
+/// command's rule ([`capcat_targets::name_refusal`]).
 fn check_name(what: &'static str, value: &str) -> Result<(), Raised> {
-    let reason = if value.is_empty() {
-        "must not be empty"
-    } else if value.chars().any(char::is_control) {
-        "must not contain control characters"
-    } else {
+    let Some(reason) = capcat_targets::name_refusal(value) else {
         return Ok(());
     };
     Err(Raised::new(

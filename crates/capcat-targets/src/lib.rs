@@ -11,11 +11,14 @@
 //! - [`Access`]: whether opening may create what it names.
 //! - [`ensure_libchdb`]: the engine's path, fetched with the pinned SHA-256
 //!   when absent.
+//! - [`name_refusal`]: the rule for the names a user gives (tenant, run, ...).
 
 #![forbid(unsafe_code)]
 
 mod engine;
+mod name;
 mod target;
 
 pub use engine::{FetchError, ensure_libchdb};
+pub use name::name_refusal;
 pub use target::{Access, CatalogTarget, DEFAULT_REGION, StoreTarget, TargetError};

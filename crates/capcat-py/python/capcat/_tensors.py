@@ -67,6 +67,14 @@ def _is_torch(value: Any) -> bool:
     return type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach")
 
 
+def _unknown_dtype(name: str, dtype: Any) -> CaptureError:
+    return CaptureError(
+        f"tensor {name!r}: dtype {dtype} is not one capcat stores ({', '.join(DTYPES)})",
+        "UnknownDtype",
+        tensor=name,
+    )
+
+
 def to_raw(name: str, value: Any) -> Tuple[str, Tuple[int, ...], memoryview]:
     """The capcat dtype name, shape and bytes (a ``B``-format view, no copy
     where the input is already contiguous little-endian) of one tensor."""
@@ -75,12 +83,7 @@ def to_raw(name: str, value: Any) -> Tuple[str, Tuple[int, ...], memoryview]:
     array = np.asarray(value)
     dtype = _FROM_NUMPY.get(array.dtype.name)
     if dtype is None:
-        raise CaptureError(
-            f"tensor {name!r}: dtype {array.dtype} is not one capcat stores "
-            f"({', '.join(DTYPES)})",
-            "UnknownDtype",
-            tensor=name,
-        )
+        raise _unknown_dtype(name, array.dtype)
     shape = tuple(int(d) for d in array.shape)
     if array.dtype.byteorder == ">":
         # Value-preserving: the bytes change, the numbers do not.
@@ -102,12 +105,7 @@ def _torch_to_raw(name: str, tensor: Any) -> Tuple[str, Tuple[int, ...], memoryv
         )
     dtype = _TORCH_NAMES.get(str(tensor.dtype))
     if dtype is None:
-        raise CaptureError(
-            f"tensor {name!r}: dtype {tensor.dtype} is not one capcat stores "
-            f"({', '.join(DTYPES)})",
-            "UnknownDtype",
-            tensor=name,
-        )
+        raise _unknown_dtype(name, tensor.dtype)
     shape = tuple(int(d) for d in tensor.shape)
     flat = tensor.contiguous().reshape(-1)
     raw = flat.view(torch.uint8).numpy()
