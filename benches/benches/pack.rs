@@ -149,6 +149,16 @@ fn bench_pack(c: &mut Criterion) {
             }
         });
     });
+    // What an index pass computes per record besides the locator: the
+    // summary statistics of the catalog row, over payloads already verified.
+    group.bench_function("capcat_summarise_every_record", |b| {
+        let reader = PackReader::from_bytes(sealed.bytes.clone()).expect("verifies");
+        b.iter(|| {
+            for index in 0..reader.len() {
+                black_box(reader.summary(index).expect("in range"));
+            }
+        });
+    });
     group.finish();
 }
 

@@ -341,7 +341,8 @@ impl PackReader {
 
     /// The [`TensorSummary`] of record `index`.
     pub fn summary(&self, index: usize) -> Result<TensorSummary, PackError> {
-        Ok(TensorSummary::of_values(&self.values(index)?))
+        let dtype = self.locator(index).map(|_| self.dtypes[index])?;
+        TensorSummary::of_le_bytes(dtype, &self.payload(index)?, &format!("record {index}"))
     }
 
     /// Recomputes record `index`'s [`TensorSummary`] from its payload bytes

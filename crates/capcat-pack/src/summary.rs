@@ -21,6 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use half::{bf16, f16};
+
 use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::values::TensorValues;
@@ -119,9 +121,49 @@ pub struct TensorSummary {
 impl TensorSummary {
     /// Summarises little-endian `bytes` of `dtype`.
     pub fn of_payload(dtype: Dtype, bytes: &[u8]) -> Result<Self, PackError> {
-        Ok(Self::of_values(&TensorValues::from_le_bytes(
-            dtype, bytes, "summary",
-        )?))
+        Self::of_le_bytes(dtype, bytes, "summary")
+    }
+
+    /// Summarises little-endian `bytes` of `dtype` straight from the bytes,
+    /// element by element in the order [`TensorSummary::of_values`] takes
+    /// them, so every statistic is the same to the bit; `context` names the
+    /// tensor in errors.
+    ///
+    /// An index pass summarises every record of every pack it describes, so
+    /// this path allocates nothing: decoding into a `Vec` first made the
+    /// summaries cost three times the SHA-256 of the same bytes.
+    pub(crate) fn of_le_bytes(
+        dtype: Dtype,
+        bytes: &[u8],
+        context: &str,
+    ) -> Result<Self, PackError> {
+        if dtype == Dtype::BOOL || !bytes.len().is_multiple_of(dtype.size()) {
+            // The decoder owns both refusals: a length that is not a whole
+            // number of elements, and a bool byte other than 0 or 1.
+            return Ok(Self::of_values(&TensorValues::from_le_bytes(
+                dtype, bytes, context,
+            )?));
+        }
+        Ok(match dtype {
+            Dtype::F64 => floats(dtype, elements(bytes, f64::from_le_bytes)),
+            Dtype::F32 => floats(dtype, elements(bytes, |b| f64::from(f32::from_le_bytes(b)))),
+            Dtype::F16 => floats(dtype, elements(bytes, |b| f16::from_le_bytes(b).to_f64())),
+            Dtype::BF16 => floats(dtype, elements(bytes, |b| bf16::from_le_bytes(b).to_f64())),
+            Dtype::I64 => integers(
+                dtype,
+                elements(bytes, |b| i128::from(i64::from_le_bytes(b))),
+            ),
+            Dtype::I32 => integers(
+                dtype,
+                elements(bytes, |b| i128::from(i32::from_le_bytes(b))),
+            ),
+            Dtype::I16 => integers(
+                dtype,
+                elements(bytes, |b| i128::from(i16::from_le_bytes(b))),
+            ),
+            Dtype::I8 => integers(dtype, elements(bytes, |b| i128::from(i8::from_le_bytes(b)))),
+            Dtype::U8 | Dtype::BOOL => integers(dtype, bytes.iter().map(|&b| i128::from(b))),
+        })
     }
 
     /// Summarises decoded values.
@@ -239,6 +281,20 @@ impl TensorSummary {
     }
 }
 
+/// The fixed-width little-endian elements of `bytes`, each converted by
+/// `from`. `bytes.len()` is a multiple of `N` (checked by the caller), so
+/// `chunks_exact` leaves no remainder.
+fn elements<const N: usize, T>(
+    bytes: &[u8],
+    from: impl Fn([u8; N]) -> T + Clone,
+) -> impl Iterator<Item = T> + Clone {
+    bytes.chunks_exact(N).map(move |chunk| {
+        let mut array = [0u8; N];
+        array.copy_from_slice(chunk);
+        from(array)
+    })
+}
+
 #[expect(
     clippy::cast_precision_loss,
     reason = "mean and l2_norm are documented approximations"
@@ -258,15 +314,19 @@ fn integers(dtype: Dtype, values: impl Iterator<Item = i128>) -> TensorSummary {
     let mut zeros = 0u64;
     let mut sum = 0i128;
     let mut squares = 0f64;
-    let mut range: Option<(i128, i128)> = None;
+    // The extremes start beyond every element, so the first element sets
+    // both; they are reported only when there is one.
+    let (mut lo, mut hi) = (i128::MAX, i128::MIN);
     for x in values {
         count += 1;
         zeros += u64::from(x == 0);
         sum += x;
         let xf = x as f64;
         squares += xf * xf;
-        range = Some(range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+        lo = lo.min(x);
+        hi = hi.max(x);
     }
+    let range = (count > 0).then_some((lo, hi));
     TensorSummary {
         summary_version: SUMMARY_VERSION,
         dtype,
@@ -296,29 +356,32 @@ fn floats(dtype: Dtype, values: impl Iterator<Item = f64> + Clone) -> TensorSumm
     let (mut nan, mut pos_inf, mut neg_inf) = (0u64, 0u64, 0u64);
     let mut sum = 0f64;
     let mut squares = 0f64;
-    let mut range: Option<(f64, f64)> = None;
+    // The extremes start at the infinities, which no finite element passes,
+    // so the first finite element sets both. A later element replaces one
+    // only when strictly beyond it: of `-0.0` and `0.0` the first seen stays.
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for x in values.clone() {
         count += 1;
-        if x.is_nan() {
-            nan += 1;
-            continue;
-        }
-        if x.is_infinite() {
-            if x > 0.0 {
-                pos_inf += 1;
-            } else {
-                neg_inf += 1;
+        if x.is_finite() {
+            finite += 1;
+            zeros += u64::from(x == 0.0);
+            sum += x;
+            squares += x * x;
+            if x < lo {
+                lo = x;
             }
-            continue;
+            if x > hi {
+                hi = x;
+            }
+        } else if x.is_nan() {
+            nan += 1;
+        } else if x > 0.0 {
+            pos_inf += 1;
+        } else {
+            neg_inf += 1;
         }
-        finite += 1;
-        zeros += u64::from(x == 0.0);
-        sum += x;
-        squares += x * x;
-        range = Some(range.map_or((x, x), |(lo, hi)| {
-            (if x < lo { x } else { lo }, if x > hi { x } else { hi })
-        }));
     }
+    let range = (finite > 0).then_some((lo, hi));
     let abs_max = range.map(|(lo, hi)| lo.abs().max(hi.abs()));
     let finite_values = || values.clone().filter(|x| x.is_finite());
     // The plain sums overflow only for elements near f64::MAX; then the
@@ -505,6 +568,153 @@ mod tests {
             proptest::prop_assert!(s.mean.is_none_or(f64::is_finite));
             // f32 values are far below f64::MAX, so the norm is finite too.
             proptest::prop_assert!(s.l2_norm.is_finite());
+        }
+    }
+
+    /// The summary as first written (decode into a `Vec`, then fold with an
+    /// `Option` range), kept as the oracle of the allocation-free path.
+    fn reference(dtype: Dtype, bytes: &[u8]) -> TensorSummary {
+        fn ints(dtype: Dtype, values: Vec<i128>) -> TensorSummary {
+            let mut range: Option<(i128, i128)> = None;
+            let (mut zeros, mut sum, mut squares) = (0u64, 0i128, 0f64);
+            for &x in &values {
+                zeros += u64::from(x == 0);
+                sum += x;
+                squares += (x as f64) * (x as f64);
+                range = Some(range.map_or((x, x), |(lo, hi)| (lo.min(x), hi.max(x))));
+            }
+            let count = values.len() as u64;
+            TensorSummary {
+                summary_version: SUMMARY_VERSION,
+                dtype,
+                element_count: count,
+                minimum: range.map(|(lo, _)| SummaryScalar::Int(lo)),
+                maximum: range.map(|(_, hi)| SummaryScalar::Int(hi)),
+                abs_max: range.map(|(lo, hi)| SummaryScalar::Int(lo.abs().max(hi.abs()))),
+                mean: (count > 0).then(|| sum as f64 / count as f64),
+                l2_norm: squares.sqrt(),
+                zero_fraction: ratio(zeros, count),
+                nan_count: 0,
+                pos_inf_count: 0,
+                neg_inf_count: 0,
+            }
+        }
+        let values = TensorValues::from_le_bytes(dtype, bytes, "t").expect("whole elements");
+        let as_floats: Vec<f64> = match &values {
+            TensorValues::F64(v) => v.clone(),
+            TensorValues::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            TensorValues::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            TensorValues::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            TensorValues::I64(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+            TensorValues::I32(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+            TensorValues::I16(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+            TensorValues::I8(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+            TensorValues::U8(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+            TensorValues::Bool(v) => return ints(dtype, v.iter().map(|&x| x.into()).collect()),
+        };
+        let (mut nan, mut pos_inf, mut neg_inf, mut finite, mut zeros) = (0, 0, 0, 0u64, 0);
+        let (mut sum, mut squares) = (0f64, 0f64);
+        let mut range: Option<(f64, f64)> = None;
+        for &x in &as_floats {
+            if x.is_nan() {
+                nan += 1;
+                continue;
+            }
+            if x.is_infinite() {
+                if x > 0.0 {
+                    pos_inf += 1;
+                } else {
+                    neg_inf += 1;
+                }
+                continue;
+            }
+            finite += 1;
+            zeros += u64::from(x == 0.0);
+            sum += x;
+            squares += x * x;
+            range = Some(range.map_or((x, x), |(lo, hi)| {
+                (if x < lo { x } else { lo }, if x > hi { x } else { hi })
+            }));
+        }
+        let abs_max = range.map(|(lo, hi)| lo.abs().max(hi.abs()));
+        let finite_values = || as_floats.iter().copied().filter(|x| x.is_finite());
+        TensorSummary {
+            summary_version: SUMMARY_VERSION,
+            dtype,
+            element_count: as_floats.len() as u64,
+            minimum: range.map(|(lo, _)| SummaryScalar::Float(lo)),
+            maximum: range.map(|(_, hi)| SummaryScalar::Float(hi)),
+            abs_max: abs_max.map(SummaryScalar::Float),
+            mean: (finite > 0).then(|| {
+                if sum.is_finite() {
+                    sum / finite as f64
+                } else {
+                    finite_values().map(|x| x / finite as f64).sum()
+                }
+            }),
+            l2_norm: match abs_max {
+                Some(scale) if !squares.is_finite() || (squares == 0.0 && scale > 0.0) => {
+                    let scaled: f64 = finite_values().map(|x| (x / scale) * (x / scale)).sum();
+                    scaled.sqrt() * scale
+                }
+                _ => squares.sqrt(),
+            },
+            zero_fraction: ratio(zeros, as_floats.len() as u64),
+            nan_count: nan,
+            pos_inf_count: pos_inf,
+            neg_inf_count: neg_inf,
+        }
+    }
+
+    /// Bytes that decode to many special values: NaN payloads, infinities,
+    /// both zeros, subnormals and extremes of every width, plus noise.
+    fn special_heavy_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        // Whole 8-byte words, each read as one f64/i64, two f32/i32 or four
+        // f16/bf16/i16 elements, so every width sees its own specials.
+        let special: Vec<u64> = vec![
+            0x0000_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0x7ff0_0000_0000_0000,
+            0xfff0_0000_0000_0000,
+            0x7ff8_0000_0000_0001,
+            0x7fef_ffff_ffff_ffff,
+            0x0000_0000_0000_0001,
+            0x7f80_0000_7fc0_0001,
+            0xff7f_ffff_0080_0000,
+            0x7c00_fc00_7e01_8000,
+            0x7f7f_ff80_0001_7bff,
+            0x0000_8000_8000_0000,
+        ];
+        proptest::collection::vec(
+            prop_oneof![any::<u64>(), proptest::sample::select(special)],
+            0..48,
+        )
+        .prop_map(|words| words.iter().flat_map(|w| w.to_le_bytes()).collect())
+    }
+
+    proptest::proptest! {
+        /// The allocation-free path gives the reference's summary to the
+        /// bit, for every dtype, on bytes full of special values.
+        #[test]
+        fn summaries_from_bytes_equal_the_reference_bit_for_bit(
+            mut bytes in special_heavy_bytes(),
+            which in 0..Dtype::ALL.len(),
+        ) {
+            let dtype = Dtype::ALL[which];
+            if dtype == Dtype::BOOL {
+                bytes.iter_mut().for_each(|b| *b &= 1);
+            }
+            bytes.truncate(bytes.len() - bytes.len() % dtype.size());
+            let fast = TensorSummary::of_payload(dtype, &bytes).expect("whole elements");
+            let slow = reference(dtype, &bytes);
+            if let Some(d) = fast.first_difference(&slow) {
+                proptest::prop_assert!(false, "{dtype}: {} {} != {}", d.field, d.actual, d.expected);
+            }
+            proptest::prop_assert_eq!(
+                (fast.nan_count, fast.pos_inf_count, fast.neg_inf_count),
+                (slow.nan_count, slow.pos_inf_count, slow.neg_inf_count)
+            );
         }
     }
 
