@@ -10,12 +10,12 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use capcat_clickhouse::CatalogError;
 use capcat_pack::{PackReader, Sha256Digest};
 use capcat_proto::{CaptureDescriptor, IndexError, IndexReport, LeaseError};
-use capcat_s3::{PackKey, PackMetadata, PackStore};
+use capcat_s3::PackStore;
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
@@ -23,9 +23,8 @@ use crate::descriptors::{descriptors_of, estimated_bytes};
 use crate::error::CycleError;
 use crate::service::{Inner, Owed};
 use crate::snapshot::{ErrorKind, ErrorRecord, StageTimes};
-use crate::spool::ReadyPack;
 
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, CycleError> {
     tokio::task::spawn_blocking(work)
@@ -103,15 +102,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         // Listed once per cycle: listing re-reads every pending file's name
         // and time, and a backlog makes that the cycle's cost.
         let listing = blocking(move || spool.list_ready(limit)).await??;
-        let mut uploaded = 0;
-        let mut result = Ok(());
-        for ready in &listing.ready {
-            if let Err(error) = self.upload_one(ready).await {
-                result = Err(error);
-                break;
-            }
-            uploaded += 1;
-        }
+        let (uploaded, result) = self.upload_listed(&listing.ready).await;
         // Whatever uploaded before a failure is indexed now, so it is owed
         // for as short a time as possible. A pack refused here stays owed
         // for the next cycle, which does not fail this one.
@@ -128,143 +119,21 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         indexed
     }
 
-    /// Uploads one sealed pack, verifies it by HEAD (size, pack digest and
-    /// CRC-64/NVME metadata), records it as owed, and only then removes it
-    /// from the spool.
-    ///
-    /// The spool file is opened with every check that needs no digest from
-    /// outside. A format-2 pack carries its own digest over the header, so
-    /// every byte is checked. A format-1 file (spooled by a build before
-    /// format 2, before an upgrade) has no such digest: its descriptor and
-    /// payloads are verified, but its header padding and JSON spacing are
-    /// trusted as they stand on this local disk, and the digest the catalog
-    /// records for it is computed here, from these bytes.
-    async fn upload_one(&self, ready: &ReadyPack) -> Result<(), CycleError> {
-        let path = ready.path.clone();
-        let pack_id = ready.pack_id;
-        let reading = Instant::now();
-        let read = blocking(move || std::fs::read(&path).map(|b| (b, path))).await?;
-        let (bytes, path) = match read {
-            Ok(read) => read,
-            // Removed since the listing (another cycle or a flush raced us).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => {
-                return Err(crate::spool::SpoolError::Io {
-                    op: "read",
-                    path: ready.path.clone(),
-                    source,
-                }
-                .into());
-            }
-        };
-        let verify = blocking(move || PackReader::from_bytes(bytes)).await?;
-        self.add_stage_time(reading, |t| &mut t.read_verify_us);
-        let pack = match verify {
-            Ok(pack) if pack.pack_id() == pack_id => pack,
-            Ok(pack) => {
-                self.set_aside_file(
-                    pack_id,
-                    format!(
-                        "the spool file names pack {pack_id} but holds pack {}",
-                        pack.pack_id()
-                    ),
-                );
-                return Ok(());
-            }
-            Err(error) => {
-                self.set_aside_file(
-                    pack_id,
-                    format!("the spool file is not a valid pack: {error}"),
-                );
-                return Ok(());
-            }
-        };
-        let metadata = PackMetadata {
-            format_version: pack.format_version(),
-            pack_id,
-            sha256: pack.pack_sha256().0,
-            crc64nvme: Some(pack.crc64nvme()),
-            record_count: pack.len() as u64,
-        };
-        let body = pack.bytes().clone();
-        let size = body.len() as u64;
-        tracing::debug!(%pack_id, size, "uploading");
-        let uploading = Instant::now();
-        self.store
-            .put_pack(&self.cfg.prefix, body, &metadata)
-            .await?;
-        self.add_stage_time(uploading, |t| &mut t.upload_us);
-        let key = PackKey::new(self.cfg.prefix.clone(), pack_id).object_key();
-        let heading = Instant::now();
-        let head = self.store.head(&key).await?;
-        self.add_stage_time(heading, |t| &mut t.head_verify_us);
-        let stored = head
-            .pack_metadata()
-            .map_err(|e| CycleError::UploadNotVerified {
-                pack_id,
-                detail: format!("HEAD metadata unreadable: {e}"),
-            })?;
-        if head.size != size
-            || stored.sha256 != metadata.sha256
-            || stored.crc64nvme != metadata.crc64nvme
-            || stored.pack_id != pack_id
-        {
-            return Err(CycleError::UploadNotVerified {
-                pack_id,
-                detail: format!(
-                    "HEAD says {} bytes, pack digest {}, crc64nvme {:016x?}; sealed {size} bytes, \
-                     pack digest {}, crc64nvme {:016x?}",
-                    head.size,
-                    hex::encode(stored.sha256),
-                    stored.crc64nvme,
-                    hex::encode(metadata.sha256),
-                    metadata.crc64nvme
-                ),
-            });
-        }
-        let descriptors = match descriptors_of(&pack, &self.cfg.raw.store_id) {
-            Ok(d) => d,
-            Err(error) => {
-                self.set_aside_file(pack_id, format!("its records cannot be described: {error}"));
-                return Ok(());
-            }
-        };
-        {
-            // Owed before the spool file goes: there is no moment at which
-            // the pack is in neither place.
-            let mut state = self.lock_state();
-            state.owed.insert(
-                pack_id,
-                Owed {
-                    descriptors,
-                    refusals: 0,
-                },
-            );
-            state.snapshot.uploaded += 1;
-        }
-        let spool = self.spool.clone();
-        blocking(move || spool.remove_ready(pack_id)).await??;
-        tracing::info!(%pack_id, size, path = %path.display(), "uploaded and verified; removed from the spool");
-        Ok(())
+    /// Adds the time since `started` to one stage's total in the snapshot.
+    pub(crate) fn add_stage_time(
+        &self,
+        started: Instant,
+        stage: impl FnOnce(&mut StageTimes) -> &mut u64,
+    ) {
+        self.add_time(started.elapsed(), stage);
     }
 
-    /// Adds the time since `started` to one stage's total in the snapshot.
-    fn add_stage_time(&self, started: Instant, stage: impl FnOnce(&mut StageTimes) -> &mut u64) {
-        let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    /// Adds `took` to one stage's total in the snapshot.
+    pub(crate) fn add_time(&self, took: Duration, stage: impl FnOnce(&mut StageTimes) -> &mut u64) {
+        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let mut state = self.lock_state();
         let total = stage(&mut state.snapshot.stage_time);
         *total = total.saturating_add(us);
-    }
-
-    /// A spool file that is not a valid pack is renamed `.rejected` beside
-    /// the spool (never deleted) and set aside.
-    fn set_aside_file(&self, pack_id: Uuid, reason: String) {
-        let from = self.spool.ready_path(pack_id);
-        let to = from.with_extension("rejected");
-        if let Err(error) = std::fs::rename(&from, &to) {
-            tracing::warn!(%error, path = %from.display(), "could not rename a rejected spool file");
-        }
-        self.lock_state().set_aside(pack_id, reason);
     }
 
     /// Fetches packs the reconciler found (uploaded, never indexed), at

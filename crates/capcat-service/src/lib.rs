@@ -45,6 +45,7 @@ pub mod snapshot;
 pub mod spool;
 pub mod status;
 mod status_writer;
+mod upload;
 
 pub use backoff::Backoff;
 pub use capcat_clickhouse::demand::DemandPublisher;

@@ -68,8 +68,9 @@ pub struct Snapshot {
 
 /// Wall time the cycles spent in each stage, in microseconds, summed since
 /// the service started. Two snapshots taken around a flush give that
-/// flush's breakdown (`capcat demo` prints it); the stages run one after
-/// another within a cycle, so their sum is the cycles' busy time.
+/// flush's breakdown (`capcat demo` prints it). Stages overlap: the next
+/// pack is read back and verified, and this pack's records described,
+/// while this pack uploads; so their sum can exceed the flush's wall time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StageTimes {
@@ -79,6 +80,9 @@ pub struct StageTimes {
     pub upload_us: u64,
     /// Checking each upload with a HEAD of the stored object.
     pub head_verify_us: u64,
+    /// Describing each uploaded pack's records for the catalog: locators
+    /// and summary statistics.
+    pub describe_us: u64,
     /// Index passes: the catalog statements that make packs queryable.
     pub index_us: u64,
 }
@@ -92,6 +96,7 @@ impl StageTimes {
             read_verify_us: self.read_verify_us.saturating_sub(earlier.read_verify_us),
             upload_us: self.upload_us.saturating_sub(earlier.upload_us),
             head_verify_us: self.head_verify_us.saturating_sub(earlier.head_verify_us),
+            describe_us: self.describe_us.saturating_sub(earlier.describe_us),
             index_us: self.index_us.saturating_sub(earlier.index_us),
         }
     }
@@ -276,12 +281,14 @@ mod tests {
             read_verify_us: 10,
             upload_us: 20,
             head_verify_us: 30,
+            describe_us: 7,
             index_us: 40,
         };
         let later = StageTimes {
             read_verify_us: 15,
             upload_us: 20,
             head_verify_us: 31,
+            describe_us: 9,
             index_us: 100,
         };
         assert_eq!(
@@ -290,6 +297,7 @@ mod tests {
                 read_verify_us: 5,
                 upload_us: 0,
                 head_verify_us: 1,
+                describe_us: 2,
                 index_us: 60,
             }
         );

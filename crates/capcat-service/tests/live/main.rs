@@ -12,5 +12,6 @@ mod reconcile;
 mod refuse;
 mod seeds;
 mod set_aside;
+mod spool_files;
 mod spool_owner;
 mod status;

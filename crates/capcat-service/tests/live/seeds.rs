@@ -100,7 +100,11 @@ async fn a_batch_over_the_budget_splits_until_every_pack_indexes() {
     // Every stage of the flush ran and was timed.
     let t = snapshot.stage_time;
     assert!(
-        t.read_verify_us > 0 && t.upload_us > 0 && t.head_verify_us > 0 && t.index_us > 0,
+        t.read_verify_us > 0
+            && t.upload_us > 0
+            && t.head_verify_us > 0
+            && t.describe_us > 0
+            && t.index_us > 0,
         "{t:?}"
     );
     assert_eq!(world.read_back_run("split", &expected).await, 20);
@@ -199,6 +203,8 @@ async fn with_the_store_down_the_lease_is_still_renewed_and_a_rival_cannot_take_
     let service = world.start().await;
     server.proxy.set(Mode::Cut);
     let (sealed, _) = harness::stage(service.spool(), "down", 2);
+    harness::stage(service.spool(), "down", 2);
+    harness::stage(service.spool(), "down", 2);
     let mut rival_raw = harness::config(test, world.root.path());
     rival_raw.catalog_prefix = cfg.raw.catalog_prefix.clone();
     rival_raw.holder = "rival".to_owned();
@@ -231,6 +237,11 @@ async fn with_the_store_down_the_lease_is_still_renewed_and_a_rival_cannot_take_
         "the store outage never failed a cycle: {snapshot:?}"
     );
     assert!(service.spool().is_ready(sealed.info.pack_id));
+    // The first PUT failed, so all three packs are still counted as ready.
+    harness::eventually("three packs counted ready", Duration::from_secs(5), || {
+        service.snapshot().spool_ready == 3
+    })
+    .await;
     server.proxy.set(Mode::Forward);
     service
         .flush(Duration::from_secs(40))
