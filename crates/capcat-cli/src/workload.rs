@@ -109,17 +109,21 @@ pub(crate) fn record(run: &str, n: u64) -> (RecordMetadata, Bytes) {
     let seed = run_namespace(run) as u64;
     let mut mix = Mix(n.wrapping_mul(31).wrapping_add(seed));
     let elements: u64 = hook.shape.iter().product();
-    let payload: Vec<u8> = match hook.dtype {
-        Dtype::BF16 => (0..elements)
-            .flat_map(|_| bf16::from_f32(mix.unit() * 4.0).to_le_bytes())
-            .collect(),
-        Dtype::F32 => (0..elements)
-            .flat_map(|_| (1.0 + mix.unit() * 0.1).to_le_bytes())
-            .collect(),
-        _ => (0..elements)
-            .flat_map(|i| (i64::try_from(step * TOKENS + i).unwrap_or(0)).to_le_bytes())
-            .collect(),
-    };
+    // Sized once and extended by whole elements: collecting a `flat_map`
+    // grows the buffer byte by byte, which made generating the workload
+    // cost more than sealing it.
+    let mut payload: Vec<u8> =
+        Vec::with_capacity(usize::try_from(elements).unwrap_or(0) * hook.dtype.size());
+    for i in 0..elements {
+        match hook.dtype {
+            Dtype::BF16 => {
+                payload.extend_from_slice(&bf16::from_f32(mix.unit() * 4.0).to_le_bytes())
+            }
+            Dtype::F32 => payload.extend_from_slice(&(1.0 + mix.unit() * 0.1).to_le_bytes()),
+            _ => payload
+                .extend_from_slice(&(i64::try_from(step * TOKENS + i).unwrap_or(0)).to_le_bytes()),
+        }
+    }
     let module_path = format!("model.layers.{layer}.{}", hook.module);
     let metadata = RecordMetadata {
         identity: CaptureIdentity {
@@ -153,26 +157,42 @@ pub(crate) fn pack_id(run: &str, index: u64) -> Uuid {
     )
 }
 
+/// Records `first..first + count` of `run`: what a model hands the capture
+/// engine, before any of Capcat's work.
+#[must_use]
+pub(crate) fn records(run: &str, first: u64, count: u64) -> Vec<(RecordMetadata, Bytes)> {
+    (first..first + count).map(|n| record(run, n)).collect()
+}
+
+/// Seals `records` of `run` into pack `index`: the capture engine's work.
+///
+/// # Errors
+/// A record the pack writer refuses (a bug in this generator).
+pub(crate) fn seal_records(
+    run: &str,
+    index: u64,
+    records: Vec<(RecordMetadata, Bytes)>,
+) -> Result<SealedPack, PackError> {
+    let limits = PackLimits::new(records.len().max(1), u64::MAX / 2)?;
+    let mut writer = PackWriter::new(pack_id(run, index), limits);
+    for (metadata, payload) in records {
+        writer.append(metadata, payload)?;
+    }
+    writer.seal()
+}
+
 /// Seals records `first..first + count` of `run` into pack `index`.
 ///
 /// # Errors
 /// A record the pack writer refuses (a bug in this generator).
+#[cfg(test)]
 pub(crate) fn seal_pack(
     run: &str,
     index: u64,
     first: u64,
     count: u64,
 ) -> Result<SealedPack, PackError> {
-    let limits = PackLimits::new(
-        usize::try_from(count).unwrap_or(usize::MAX).max(1),
-        u64::MAX / 2,
-    )?;
-    let mut writer = PackWriter::new(pack_id(run, index), limits);
-    for n in first..first + count {
-        let (metadata, payload) = record(run, n);
-        writer.append(metadata, payload)?;
-    }
-    writer.seal()
+    seal_records(run, index, records(run, first, count))
 }
 
 #[cfg(test)]
@@ -200,5 +220,12 @@ mod tests {
         let p1 = seal_pack("r", 0, 0, 8).expect("seal");
         let p2 = seal_pack("r", 0, 0, 8).expect("seal");
         assert_eq!(p1.bytes, p2.bytes);
+        // The bytes themselves are pinned: a demo directory written by an
+        // earlier build replays as the same packs, not as new captures.
+        assert_eq!(
+            p1.info.pack_sha256.to_hex(),
+            "d59d7da297cc7efdd61c88333cfd4b3f33a1640700e4989226ac3872337d2076",
+            "the workload's bytes changed"
+        );
     }
 }
