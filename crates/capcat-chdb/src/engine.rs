@@ -44,13 +44,30 @@ pub struct EngineOptions {
     /// How long a statement waits for a free connection before failing with
     /// [`ChdbError::PoolTimeout`].
     pub acquire_timeout: Duration,
+    /// Whether the engine may compile expressions, aggregates and sorts to
+    /// machine code. Off by default: the engine compiles a shape the third
+    /// time it sees it, and the compile (about 20 ms with LLVM on a 2-core
+    /// host) lands inside that statement, e.g. an index pass's
+    /// `allocate.read_head` took 24 ms instead of 3 ms. Catalog statements
+    /// touch a few to a few thousand rows, where compiled code saves less
+    /// than the compile costs; docs/embedded-engine.md has the figures.
+    pub jit_compile: bool,
 }
+
+/// The settings that turn the engine's compilation off, set on every
+/// connection when [`EngineOptions::jit_compile`] is false.
+const NO_JIT: [(&str, &str); 3] = [
+    ("compile_expressions", "0"),
+    ("compile_aggregate_expressions", "0"),
+    ("compile_sort_description", "0"),
+];
 
 impl Default for EngineOptions {
     fn default() -> Self {
         Self {
             max_connections: 8,
             acquire_timeout: Duration::from_secs(60),
+            jit_compile: false,
         }
     }
 }
@@ -65,6 +82,12 @@ impl EngineOptions {
     /// Options with `acquire_timeout` set.
     pub fn with_acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = timeout;
+        self
+    }
+
+    /// Options with [`EngineOptions::jit_compile`] set.
+    pub fn with_jit_compile(mut self, on: bool) -> Self {
+        self.jit_compile = on;
         self
     }
 }
@@ -450,7 +473,10 @@ fn changes_session(sql: &[u8]) -> bool {
 #[derive(Debug)]
 struct Connection {
     raw: RawConnection,
-    /// Settings applied with `SET`, by name.
+    /// Settings the connection starts with ([`EngineOptions`]), and returns
+    /// to when a request that changed one is done.
+    baseline: BTreeMap<String, String>,
+    /// Settings applied with `SET` for the last request, by name.
     settings: BTreeMap<String, String>,
     /// The current database; `None` is `default`.
     database: Option<String>,
@@ -468,7 +494,12 @@ impl Connection {
             let mut assignments = Vec::new();
             for name in self.settings.keys() {
                 if !request.settings.contains_key(name) {
-                    assignments.push(format!("{name} = DEFAULT"));
+                    match self.baseline.get(name) {
+                        Some(value) => {
+                            assignments.push(format!("{name} = {}", quote_literal(value)))
+                        }
+                        None => assignments.push(format!("{name} = DEFAULT")),
+                    }
                 }
             }
             for (name, value) in &request.settings {
@@ -610,11 +641,29 @@ impl Pool {
             .ok_or_else(|| ChdbError::Connect {
                 path: path.to_path_buf(),
             })?;
-        Ok(Connection {
+        let baseline: BTreeMap<String, String> = if self.options.jit_compile {
+            BTreeMap::new()
+        } else {
+            NO_JIT
+                .iter()
+                .map(|&(name, value)| (name.to_owned(), value.to_owned()))
+                .collect()
+        };
+        let mut conn = Connection {
             raw,
+            baseline,
             settings: BTreeMap::new(),
             database: None,
-        })
+        };
+        if !conn.baseline.is_empty() {
+            let assignments: Vec<String> = conn
+                .baseline
+                .iter()
+                .map(|(name, value)| format!("{name} = {}", quote_literal(value)))
+                .collect();
+            conn.run_plain(&format!("SET {}", assignments.join(", ")))?;
+        }
+        Ok(conn)
     }
 
     fn release(&self, conn: Option<Connection>, keep: bool) {

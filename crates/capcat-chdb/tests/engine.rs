@@ -133,6 +133,67 @@ fn per_query_settings_apply_to_that_query_only() {
 }
 
 #[test]
+fn compilation_is_off_on_every_connection_unless_asked_for() {
+    isolated(
+        "compilation_is_off_on_every_connection_unless_asked_for",
+        || {
+            let dir = temp_dir("chdb-jit");
+            // One connection, so every statement sees what the previous left.
+            let engine =
+                Engine::open_with(dir.path(), EngineOptions::default().with_max_connections(1))
+                    .expect("open");
+            let probe = "SELECT getSetting('compile_expressions'), \
+                     getSetting('compile_aggregate_expressions'), \
+                     getSetting('compile_sort_description')";
+            let off = "false\tfalse\tfalse\n";
+            assert_eq!(
+                text(engine.execute(&Request::new(probe)).expect("probe")),
+                off
+            );
+            // A request may turn it on for itself; the next one is back to off.
+            let on = Request::new(probe).setting("compile_expressions", "1");
+            assert_eq!(
+                text(engine.execute(&on).expect("on")),
+                "true\tfalse\tfalse\n"
+            );
+            assert_eq!(
+                text(engine.execute(&Request::new(probe)).expect("probe")),
+                off
+            );
+            // A statement that changes the session costs the connection; the
+            // new one starts off too.
+            engine
+                .execute(&Request::new("SET compile_aggregate_expressions = 1"))
+                .expect("set");
+            assert_eq!(
+                text(engine.execute(&Request::new(probe)).expect("probe")),
+                off
+            );
+            assert_eq!(engine.stats().discarded, 1);
+        },
+    );
+}
+
+#[test]
+fn compilation_stays_the_engines_default_when_asked_for() {
+    isolated(
+        "compilation_stays_the_engines_default_when_asked_for",
+        || {
+            let dir = temp_dir("chdb-jit-on");
+            let engine =
+                Engine::open_with(dir.path(), EngineOptions::default().with_jit_compile(true))
+                    .expect("open");
+            let probe = "SELECT getSetting('compile_expressions'), \
+                     getSetting('compile_aggregate_expressions')";
+            assert_eq!(
+                text(engine.execute(&Request::new(probe)).expect("probe")),
+                "true\ttrue\n"
+            );
+        },
+    );
+}
+
+#[test]
 fn max_execution_time_stops_a_long_query_with_its_code() {
     isolated(
         "max_execution_time_stops_a_long_query_with_its_code",
