@@ -108,7 +108,7 @@ fn main() {
 
     let all: Vec<u64> = (0..CAPTURES).collect();
     for chunk in all.chunks(1_000) {
-        let rows = chunk.iter().map(|i| descriptor(*i)).collect();
+        let rows: Vec<_> = chunk.iter().map(|i| descriptor(*i)).collect();
         execute(&engine, &insert_descriptors(&tables, rows));
     }
     let publish_id = Uuid::from_u128(0xabc);

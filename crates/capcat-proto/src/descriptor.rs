@@ -450,7 +450,7 @@ mod tests {
                 ..row_named("many dims")
             },
         ];
-        let bytes = InsertData::Descriptors(rows.clone()).to_bytes();
+        let bytes = InsertData::Descriptors(rows.clone().into()).to_bytes();
         let sum: usize = rows.iter().map(CaptureDescriptor::row_binary_len).sum();
         assert_eq!(sum, bytes.len());
         for row in &rows {

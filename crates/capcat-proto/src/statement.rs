@@ -9,6 +9,7 @@
 //! the SQL or a parameter.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -47,8 +48,10 @@ pub struct Statement {
 pub enum InsertData {
     /// Capture descriptor rows, every column of
     /// [`crate::descriptor::CAPTURE_COLUMNS`] in order
-    /// ([`crate::descriptor::CaptureDescriptor::write_row_binary`]).
-    Descriptors(Vec<crate::descriptor::CaptureDescriptor>),
+    /// ([`crate::descriptor::CaptureDescriptor::write_row_binary`]). Shared,
+    /// not owned: the index pass hands each INSERT its rows without copying
+    /// them.
+    Descriptors(Arc<[crate::descriptor::CaptureDescriptor]>),
 }
 
 impl InsertData {
@@ -68,7 +71,7 @@ impl InsertData {
             Self::Descriptors(rows) => {
                 let len = rows.iter().map(|r| r.row_binary_len()).sum();
                 let mut out = Vec::with_capacity(len);
-                for row in rows {
+                for row in rows.iter() {
                     row.write_row_binary(&mut out);
                 }
                 out

@@ -253,7 +253,7 @@ fn descriptor_rows_as_row_binary_data() {
         row.write_row_binary(&mut bytes);
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     };
-    let data = capcat_proto::InsertData::Descriptors(vec![d.clone(), e.clone()]);
+    let data = capcat_proto::InsertData::Descriptors(vec![d.clone(), e.clone()].into());
     assert_eq!(data.rows(), 2);
     let mut both = Vec::new();
     d.write_row_binary(&mut both);

@@ -106,7 +106,7 @@ mod tests {
             params,
             settings: Settings::default(),
             expect,
-            data: Some(InsertData::Descriptors(Vec::new())),
+            data: Some(InsertData::Descriptors(Vec::new().into())),
         }
     }
 

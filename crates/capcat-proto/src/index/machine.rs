@@ -1,5 +1,5 @@
 use std::collections::BTreeSet;
-use std::ops::Range;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -67,11 +67,11 @@ pub struct IndexPass {
     committed: BTreeSet<PackRef>,
     pending: Vec<PackRef>,
     /// The descriptor rows of the pending packs stamped with the current
-    /// attempt's version, and the row ranges of its descriptor INSERTs:
-    /// computed once per attempt, when its version is allocated, and
-    /// dropped once they are written (so no state carries an old version).
-    stamped: Vec<CaptureDescriptor>,
-    stamped_chunks: Vec<Range<usize>>,
+    /// attempt's version, one shared slice per descriptor INSERT: computed
+    /// once per attempt, when its version is allocated, handed to each
+    /// INSERT without copying a row, and dropped once they are written (so
+    /// no state carries an old version).
+    stamped: Vec<Arc<[CaptureDescriptor]>>,
     attempt: u32,
     state: State,
 }
@@ -110,7 +110,6 @@ impl IndexPass {
             committed: BTreeSet::new(),
             pending: Vec::new(),
             stamped: Vec::new(),
-            stamped_chunks: Vec::new(),
             attempt: 0,
             state,
         }
@@ -175,24 +174,36 @@ impl IndexPass {
     /// rows with it and cut them into INSERTs of at most the configured
     /// rows per INSERT and [`MAX_INSERT_DATA_BYTES`] of data.
     fn start_descriptors(&mut self, version: u64) -> State {
-        let pending: BTreeSet<&PackRef> = self.pending.iter().collect();
-        self.stamped = self
+        // Borrowed keys: a descriptor's pack is looked up without building
+        // a `PackRef` (and its string) per row.
+        let pending: BTreeSet<(&str, Uuid)> = self
+            .pending
+            .iter()
+            .map(|(store_id, pack_id)| (store_id.as_str(), *pack_id))
+            .collect();
+        let stamped: Vec<CaptureDescriptor> = self
             .descriptors
             .iter()
-            .filter(|d| pending.contains(&d.pack()))
+            .filter(|d| pending.contains(&(d.locator.store_id.as_str(), d.locator.pack_id)))
             .map(|d| CaptureDescriptor {
                 index_version: version,
                 ..d.clone()
             })
             .collect();
-        self.stamped_chunks =
-            descriptor_chunks(&self.stamped, self.cfg.insert_rows(), MAX_INSERT_DATA_BYTES);
+        let ranges = descriptor_chunks(&stamped, self.cfg.insert_rows(), MAX_INSERT_DATA_BYTES);
+        // The chunks are consecutive ranges covering every row in order, so
+        // moving the rows out one range at a time gives each its rows.
+        let mut rows = stamped.into_iter();
+        self.stamped = ranges
+            .into_iter()
+            .map(|range| rows.by_ref().take(range.len()).collect())
+            .collect();
+        debug_assert!(rows.next().is_none(), "a row fell outside every chunk");
         State::Descriptors { version, chunk: 0 }
     }
 
     fn start_publish(&mut self, version: u64) -> State {
         self.stamped = Vec::new();
-        self.stamped_chunks = Vec::new();
         let (_, publish_id) = attempt_ids(self.id_seed, self.attempt);
         State::Publish(Box::new(Publish::new(
             self.tables.clone(),
@@ -325,7 +336,7 @@ impl IndexPass {
                 State::Publish(publish)
             }
             (State::Descriptors { version, chunk }, Input::Rows(_)) => {
-                if chunk + 1 < self.stamped_chunks.len() {
+                if chunk + 1 < self.stamped.len() {
                     State::Descriptors {
                         version,
                         chunk: chunk + 1,
@@ -416,11 +427,8 @@ impl Machine for IndexPass {
                 }
             },
             State::Descriptors { chunk, .. } => {
-                let range = self.stamped_chunks.get(*chunk).cloned().unwrap_or(0..0);
-                Step::Execute(sql::insert_descriptors(
-                    &self.tables,
-                    self.stamped[range].to_vec(),
-                ))
+                let rows = self.stamped.get(*chunk).cloned().unwrap_or_default();
+                Step::Execute(sql::insert_descriptors(&self.tables, rows))
             }
             State::Publish(publish) => match publish.poll() {
                 Step::Execute(stmt) => Step::Execute(stmt),

@@ -2,6 +2,7 @@
 //! inventory's reads and writes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -27,7 +28,7 @@ use super::IndexError;
 /// [`crate::descriptor::CAPTURE_COLUMNS`] in the data's field order, so the
 /// server maps each field to its column by position in that list, not by
 /// the table's own column order.
-pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Statement {
+pub fn insert_descriptors(tables: &Tables, rows: impl Into<Arc<[CaptureDescriptor]>>) -> Statement {
     Statement {
         name: "index.insert_descriptors",
         sql: format!(
@@ -39,7 +40,7 @@ pub fn insert_descriptors(tables: &Tables, rows: Vec<CaptureDescriptor>) -> Stat
         params: BTreeMap::new(),
         settings: Settings::default(),
         expect: Expect::Nothing,
-        data: Some(InsertData::Descriptors(rows)),
+        data: Some(InsertData::Descriptors(rows.into())),
     }
 }
 
