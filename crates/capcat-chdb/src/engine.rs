@@ -469,6 +469,11 @@ fn changes_session(sql: &[u8]) -> bool {
     word == b"SET" || word == b"USE"
 }
 
+/// One `name = 'value'` of a `SET`.
+fn assignment(name: &str, value: &str) -> String {
+    format!("{name} = {}", quote_literal(value))
+}
+
 /// A connection and the session state we put on it.
 #[derive(Debug)]
 struct Connection {
@@ -495,16 +500,14 @@ impl Connection {
             for name in self.settings.keys() {
                 if !request.settings.contains_key(name) {
                     match self.baseline.get(name) {
-                        Some(value) => {
-                            assignments.push(format!("{name} = {}", quote_literal(value)))
-                        }
+                        Some(value) => assignments.push(assignment(name, value)),
                         None => assignments.push(format!("{name} = DEFAULT")),
                     }
                 }
             }
             for (name, value) in &request.settings {
                 if self.settings.get(name) != Some(value) {
-                    assignments.push(format!("{name} = {}", quote_literal(value)));
+                    assignments.push(assignment(name, value));
                 }
             }
             self.run_plain(&format!("SET {}", assignments.join(", ")))?;
@@ -659,7 +662,7 @@ impl Pool {
             let assignments: Vec<String> = conn
                 .baseline
                 .iter()
-                .map(|(name, value)| format!("{name} = {}", quote_literal(value)))
+                .map(|(name, value)| assignment(name, value))
                 .collect();
             conn.run_plain(&format!("SET {}", assignments.join(", ")))?;
         }

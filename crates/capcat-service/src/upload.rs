@@ -13,7 +13,6 @@
 //! Bounded: at most two packs are in memory at once, the one uploading and
 //! the one read ahead.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use capcat_pack::PackReader;
@@ -203,8 +202,7 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         }
         let spool = self.spool.clone();
         blocking(move || spool.remove_ready(pack_id)).await??;
-        let path: &PathBuf = &ready.path;
-        tracing::info!(%pack_id, size, path = %path.display(), "uploaded and verified; removed from the spool");
+        tracing::info!(%pack_id, size, path = %ready.path.display(), "uploaded and verified; removed from the spool");
         Ok(())
     }
 
