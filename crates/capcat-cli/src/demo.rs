@@ -145,27 +145,11 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
     let generated_in = generating.elapsed();
     let capture_started = Instant::now();
     let sealing = bar(options.records, "sealing");
-    let (mut seal_time, mut write_time) = (Duration::ZERO, Duration::ZERO);
-    let mut index = 0;
-    let mut pack_bytes = 0;
-    for pack_records in workload {
-        let count = pack_records.len() as u64;
-        let run = options.run.clone();
-        let started = Instant::now();
-        let sealed =
-            tokio::task::spawn_blocking(move || workload::seal_records(&run, index, pack_records))
-                .await
-                .map_err(|e| CliError::Other(e.to_string()))??;
-        let written = Instant::now();
-        seal_time += written - started;
-        pack_bytes += sealed.bytes.len();
-        spool.write_sealed(sealed.info.pack_id, &sealed.bytes)?;
-        write_time += written.elapsed();
-        sealing.inc(count);
-        index += 1;
-    }
+    let captured =
+        crate::capture::seal_into_spool(&spool, &options.run, workload, &sealing).await?;
     sealing.finish();
     let sealed_in = capture_started.elapsed();
+    let index = captured.packs;
     println!("sealed {index} packs into the spool in {sealed_in:.2?}");
 
     let started = Instant::now();
@@ -253,15 +237,22 @@ pub(crate) async fn run(common: &Common, options: DemoOptions) -> Result<(), Cli
         "capcat demo: {} records in {} packs ({:.1} MB), Qwen2.5-0.5B-shaped, {}",
         options.records,
         index,
-        pack_bytes as f64 / 1e6,
+        captured.bytes as f64 / 1e6,
         build_profile()
     );
     println!(
         "  tensors generated          {generated_in:>10.2?}   (the model's outputs; not in capture -> queryable)"
     );
     println!("  sealed into the spool      {sealed_in:>10.2?}");
-    println!("    seal (append + digests)  {seal_time:>10.2?}");
-    println!("    spool write (fsync)      {write_time:>10.2?}");
+    println!(
+        "    seal (append + digests)  {:>10.2?}   (summed over {} threads; overlaps the writes)",
+        captured.seal_busy,
+        crate::capture::width()
+    );
+    println!(
+        "    spool write (fsync)      {:>10.2?}",
+        captured.write_busy
+    );
     println!(
         "  service start              {start_time:>10.2?}   (once per process; not in capture -> queryable)"
     );

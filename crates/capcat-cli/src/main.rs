@@ -2,6 +2,7 @@
 
 #![forbid(unsafe_code)]
 
+mod capture;
 mod commands;
 mod conform;
 mod demo;
