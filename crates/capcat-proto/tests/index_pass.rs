@@ -216,6 +216,22 @@ fn a_partly_committed_batch_publishes_only_the_new_packs() {
         }
         other => panic!("{other:?}"),
     }
+    // The second pass wrote the rows of the two new packs only, each
+    // stamped with the version it allocated (2), not the version the
+    // caller's descriptors carried (0).
+    let written: Vec<(u64, uuid::Uuid)> = cat.descriptors[2..]
+        .iter()
+        .map(|d| (d.index_version, d.locator.pack_id))
+        .collect();
+    assert_eq!(
+        written,
+        [
+            (2, id(1_000_001)),
+            (2, id(1_000_001)),
+            (2, id(1_000_002)),
+            (2, id(1_000_002))
+        ]
+    );
 }
 
 /// Seed bug: descriptors kept the version they were first written with, so
