@@ -65,7 +65,8 @@ fn start_sealing(run: &str, index: u64, records: Vec<(RecordMetadata, Bytes)>) -
 /// # Errors
 /// A record the pack writer refuses, a spool write that fails, or a thread
 /// that did not complete. Packs written before the failure stay in the
-/// spool, `.ready`.
+/// spool, `.ready`; packs still sealing finish on their threads and are
+/// dropped unwritten, as a capture killed at that moment would lose them.
 pub(crate) async fn seal_into_spool(
     spool: &Spool,
     run: &str,
