@@ -7,8 +7,8 @@
 //! [`width`] packs are sealing at once, and the one sealed first in pack
 //! order is written while the others seal.
 //!
-//! Bounded: at most [`width`] sealed or sealing packs are held, plus the one
-//! being written. Packs reach the spool in pack order, so a run killed
+//! Bounded: at most [`width`] packs are sealing or sealed and waiting, plus
+//! the one being written. Packs reach the spool in pack order, so a run killed
 //! half-way leaves a prefix of its packs `.ready`, as a sequential capture
 //! would.
 
@@ -76,22 +76,24 @@ pub(crate) async fn seal_into_spool(
     let width = width();
     let mut waiting = packs.into_iter().enumerate();
     let mut sealing: VecDeque<(u64, Sealing)> = VecDeque::with_capacity(width);
-    let mut captured = Captured::default();
-    loop {
-        // Keep `width` packs sealing; they finish in any order, and are
-        // taken in pack order below.
+    // Keeps `width` packs sealing; they finish in any order, and are taken
+    // in pack order below.
+    let mut refill = |sealing: &mut VecDeque<(u64, Sealing)>| {
         while sealing.len() < width {
             let Some((index, records)) = waiting.next() else {
                 break;
             };
             let count = records.len() as u64;
-            let index = index as u64;
-            sealing.push_back((count, start_sealing(run, index, records)));
+            sealing.push_back((count, start_sealing(run, index as u64, records)));
         }
-        let Some((count, next)) = sealing.pop_front() else {
-            break;
-        };
+    };
+    let mut captured = Captured::default();
+    refill(&mut sealing);
+    while let Some((count, next)) = sealing.pop_front() {
         let (sealed, took) = next.await.map_err(|e| CliError::Other(e.to_string()))??;
+        // The next pack starts sealing before this one is written, so every
+        // core seals while the write waits on the disk.
+        refill(&mut sealing);
         captured.seal_busy += took;
         captured.bytes += sealed.bytes.len() as u64;
         let writing = Instant::now();

@@ -13,8 +13,9 @@ empty catalog and store.
 Reported, per run: the demo's `capture -> queryable` (its records are
 built in Rust and sealed one pack per core, at most four at once); the
 Python capture (every `Service.capture` call, the sealing of full packs
-included), the flush, and their sum; and the Python overhead per record: the time of turning
-arrays into dtype, shape and bytes (`capcat._tensors.to_raw`) alone.
+included), the flush, and their sum; and the Python overhead per record:
+the time of turning arrays into dtype, shape and bytes
+(`capcat._tensors.to_raw`) alone.
 """
 
 from __future__ import annotations
