@@ -217,3 +217,101 @@ impl<S: PackStore + Clone + 'static> Inner<S> {
         self.lock_state().set_aside(pack_id, reason);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::SystemTime;
+
+    use bytes::Bytes;
+    use capcat_pack::{CaptureIdentity, Dtype, PackLimits, PackWriter, RecordMetadata};
+
+    use super::*;
+    use crate::spool::Spool;
+
+    /// A sealed pack of two small f32 records.
+    fn sealed(pack_id: Uuid) -> Vec<u8> {
+        let limits = PackLimits::new(2, 1 << 20).expect("limits");
+        let mut writer = PackWriter::new(pack_id, limits);
+        for i in 0..2_u64 {
+            let metadata = RecordMetadata {
+                identity: CaptureIdentity {
+                    tenant_id: "t".to_owned(),
+                    experiment_id: "e".to_owned(),
+                    run_id: "r".to_owned(),
+                    captured_at_ns: i,
+                    capture_id: Uuid::from_u128(u128::from(i) + 1),
+                },
+                model: "m".to_owned(),
+                module_path: "layers.0".to_owned(),
+                hook: "forward".to_owned(),
+                step: i,
+                tensor_name: "layers.0.out".to_owned(),
+                dtype: Dtype::F32,
+                shape: vec![2],
+                tags: BTreeMap::new(),
+            };
+            let payload = Bytes::from([1.5_f32, -0.0].map(f32::to_le_bytes).concat());
+            writer.append(metadata, payload).expect("append");
+        }
+        writer.seal().expect("seal").bytes.to_vec()
+    }
+
+    fn ready(spool: &Spool, pack_id: Uuid) -> ReadyPack {
+        ReadyPack {
+            pack_id,
+            path: spool.ready_path(pack_id),
+            sealed_at: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    async fn outcome(ready: &ReadyPack) -> ReadBack {
+        let (read, _took) = read_back(ready)
+            .await
+            .expect("the read-back thread completes")
+            .expect("no IO error but NotFound");
+        read
+    }
+
+    #[tokio::test]
+    async fn a_spool_file_reads_back_verified_refused_or_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = Spool::open(dir.path()).expect("spool");
+        let (own, other, garbage, missing) = (
+            Uuid::from_u128(11),
+            Uuid::from_u128(12),
+            Uuid::from_u128(13),
+            Uuid::from_u128(14),
+        );
+
+        spool.write_sealed(own, &sealed(own)).expect("write");
+        match outcome(&ready(&spool, own)).await {
+            ReadBack::Verified(pack) => assert_eq!((pack.pack_id(), pack.len()), (own, 2)),
+            ReadBack::Gone => panic!("a pack under its own name read back as gone"),
+            ReadBack::Refused(why) => panic!("a pack under its own name refused: {why}"),
+        }
+
+        // Another pack's bytes under this name: never uploaded as this pack.
+        spool.write_sealed(other, &sealed(own)).expect("write");
+        match outcome(&ready(&spool, other)).await {
+            ReadBack::Refused(why) => assert!(why.contains("holds pack"), "{why}"),
+            ReadBack::Gone | ReadBack::Verified(_) => panic!("a misnamed pack was not refused"),
+        }
+
+        // A torn or foreign file.
+        let mut bytes = sealed(garbage);
+        bytes.truncate(bytes.len() / 2);
+        spool.write_sealed(garbage, &bytes).expect("write");
+        match outcome(&ready(&spool, garbage)).await {
+            ReadBack::Refused(why) => assert!(why.contains("not a valid pack"), "{why}"),
+            ReadBack::Gone | ReadBack::Verified(_) => panic!("half a pack was not refused"),
+        }
+
+        // Removed since the listing (a flush or another cycle took it):
+        // not an error, and nothing to set aside.
+        assert!(matches!(
+            outcome(&ready(&spool, missing)).await,
+            ReadBack::Gone
+        ));
+    }
+}
