@@ -213,6 +213,14 @@ pub fn index_error(e: &IndexError) -> Json {
             "foreign": uuid_json(*foreign), "all_foreign": ids(all_foreign), "packs": packs(p),
         }),
         IndexError::CommitAtVersionZero => json!({ "kind": "commit_at_version_zero" }),
+        IndexError::DuplicateDescriptor {
+            capture_id,
+            store_id,
+            pack_id,
+        } => json!({
+            "kind": "duplicate_descriptor", "capture_id": uuid_json(*capture_id),
+            "store_id": store_id, "pack_id": uuid_json(*pack_id),
+        }),
         IndexError::Allocate(source) => {
             json!({ "kind": "allocate", "source": allocate_error(source) })
         }

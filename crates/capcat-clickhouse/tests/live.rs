@@ -349,6 +349,35 @@ async fn a_foreign_row_at_v_makes_the_publish_raise_and_admits_nothing_of_ours()
     live.finish().await;
 }
 
+/// Rows sent as an INSERT's data go with `InsertData::SETTINGS` on every
+/// transport: the engine does not collapse rows of one sorting key inside
+/// the inserted block (`optimize_on_insert = 0`), in either descriptor
+/// table. The index pass never sends such rows (it refuses the batch); the
+/// statement is built by hand to see the setting at work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rows_sent_as_data_are_not_collapsed_while_they_are_inserted() {
+    let Some(live) = ensured("data_insert_settings").await else {
+        return;
+    };
+    let pack = Uuid::new_v4();
+    let mut rows = pack_of(TENANT, &capture_ids(3), 0, "store-a", pack);
+    let mut twin = rows[1].clone();
+    twin.locator.payload_offset += 1_000;
+    rows.push(twin);
+    let insert = capcat_proto::index::sql::insert_descriptors(live.tables(), rows);
+    ok(
+        "descriptors",
+        live.catalog.transport().execute(&insert).await,
+    );
+    for table in [live.tables().capture_raw(), live.tables().capture_by_id()] {
+        let stored = live
+            .count(&format!("SELECT count() AS n FROM {table}"))
+            .await;
+        assert_eq!(stored, 4, "{table}: the twin rows were collapsed on insert");
+    }
+    live.finish().await;
+}
+
 /// Drives `publish` until it is about to run its first guarded INSERT.
 async fn run_until_guarded<M: Machine<Outcome: std::fmt::Debug>>(live: &Live, publish: &mut M) {
     for _ in 0..100 {

@@ -155,6 +155,43 @@ fn no_op_batch_writes_nothing() {
     assert_eq!(before, after);
 }
 
+/// Two rows with one sorting key in one INSERT would be stored as two until
+/// a merge (the INSERT is sent with `optimize_on_insert = 0`), and a reader
+/// would resolve to either: the batch is refused before any statement.
+#[test]
+fn a_batch_describing_a_capture_of_a_pack_twice_is_refused_before_any_statement() {
+    let (_, lease) = catalog_with_lease();
+    let mut rows = batch(2, 3);
+    let mut again = rows[4].clone();
+    again.locator.payload_offset += 1_000;
+    rows.insert(1, again.clone());
+    let run = drive(
+        &mut IndexPass::new(tables(), Config::default(), lease.clone(), rows, SEED),
+        |_| panic!("no statement for a malformed batch"),
+        |_| 0,
+        10,
+    );
+    assert_eq!(
+        run.outcome,
+        Err(IndexError::DuplicateDescriptor {
+            capture_id: again.capture_id,
+            store_id: again.locator.store_id.clone(),
+            pack_id: again.locator.pack_id,
+        })
+    );
+    // The same capture in another pack (a mirror, a re-capture) is a
+    // different row of the tables, and not refused.
+    let mut rows = batch(2, 3);
+    let mut mirrored = rows[4].clone();
+    mirrored.locator.pack_id = id(1_000_009);
+    rows.push(mirrored);
+    let mut pass = IndexPass::new(tables(), Config::default(), lease, rows, SEED);
+    assert!(matches!(
+        capcat_proto::Machine::poll(&mut pass),
+        capcat_proto::Step::Execute(_)
+    ));
+}
+
 #[test]
 fn an_empty_batch_issues_nothing() {
     let lease = Lease {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use capcat_chdb::{ChdbError, Engine, Request};
-use capcat_proto::{Expect, Failure, Rows, Statement};
+use capcat_proto::{Expect, Failure, InsertData, Rows, Statement};
 
 use super::decode::{RESULT_FORMAT, decode_rows};
 use super::exception::failure_from_exception;
@@ -40,10 +40,11 @@ impl Embedded {
 
 /// The capcat-chdb request for `stmt`: the SQL unchanged (an INSERT with
 /// data has its `FORMAT` clause split off and its data attached, which is
-/// how libchdb takes data), every parameter in its text form, the
-/// statement's settings, and the strict result format. Public so a harness
-/// that runs statements on an engine of its own (the trace replay, in a
-/// database per trace) builds them exactly as this transport does.
+/// how libchdb takes data, with [`InsertData::SETTINGS`]), every parameter
+/// in its text form, the statement's settings, and the strict result
+/// format. Public so a harness that runs statements on an engine of its own
+/// (the trace replay, in a database per trace) builds them exactly as this
+/// transport does.
 ///
 /// # Errors
 /// [`ChdbError::InvalidInput`] when the statement carries data but its text
@@ -55,7 +56,10 @@ pub fn request_for(stmt: &Statement) -> Result<Request, ChdbError> {
     };
     let base = match &stmt.data {
         None => Request::new(stmt.sql.clone()),
-        Some(data) => Request::insert(&stmt.sql, data.to_bytes())?,
+        Some(data) => InsertData::SETTINGS.iter().fold(
+            Request::insert(&stmt.sql, data.to_bytes())?,
+            |r, (name, value)| r.setting(*name, *value),
+        ),
     };
     let request = stmt.params.iter().fold(base, |r, (name, value)| {
         r.param(name.clone(), value.to_text())

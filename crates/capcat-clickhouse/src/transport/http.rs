@@ -374,6 +374,9 @@ impl Http {
     /// whole and then ended, so the server answers once every row is in.
     async fn insert(&self, stmt: &Statement, data: &InsertData) -> Result<Rows, Failure> {
         let mut insert = self.client.insert_formatted_with(stmt.sql.clone());
+        for (name, value) in InsertData::SETTINGS {
+            insert = insert.with_setting(*name, *value);
+        }
         if stmt.settings.select_sequential_consistency {
             insert = insert.with_setting("select_sequential_consistency", "1");
         }

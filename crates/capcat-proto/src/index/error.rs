@@ -76,6 +76,22 @@ pub enum IndexError {
         /// The packs recorded in the inventory.
         packs: BTreeSet<PackRef>,
     },
+    /// Two descriptors of the batch share a capture identity and a pack:
+    /// the descriptor tables' sorting key. Refused before any statement: a
+    /// pack holds a capture at most once, so such a batch is malformed, and
+    /// which of the two rows a reader would resolve to is not defined.
+    #[error(
+        "the batch describes capture {capture_id} of pack ({store_id}, {pack_id}) twice; \
+         a pack holds each capture once"
+    )]
+    DuplicateDescriptor {
+        /// The capture described twice.
+        capture_id: Uuid,
+        /// The store of its pack.
+        store_id: String,
+        /// Its pack.
+        pack_id: Uuid,
+    },
     /// Recording packs at version 0 is refused: 0 is never published, and an
     /// inventory row at 0 would mark a pack committed that no snapshot holds.
     #[error("refusing to record packs in the inventory at version 0")]

@@ -30,6 +30,34 @@ pub fn attempt_ids(id_seed: Uuid, attempt: u32) -> (Uuid, Uuid) {
     )
 }
 
+/// The columns of a descriptor that the descriptor tables sort by (its
+/// capture identity, store and pack), the most selective first.
+type SortKey<'a> = (Uuid, Uuid, &'a str, &'a str, &'a str, &'a str, u64);
+
+fn sort_key(d: &CaptureDescriptor) -> SortKey<'_> {
+    (
+        d.capture_id,
+        d.locator.pack_id,
+        &d.locator.store_id,
+        &d.tenant_id,
+        &d.experiment_id,
+        &d.run_id,
+        d.captured_at_ns,
+    )
+}
+
+/// A descriptor of `descriptors` whose sorting key another one shares, if
+/// any. Sorted rather than hashed: the machine draws no randomness, and
+/// sorting references costs about a millisecond for a pass of 12,288 rows.
+fn described_twice(descriptors: &[CaptureDescriptor]) -> Option<&CaptureDescriptor> {
+    let mut rows: Vec<&CaptureDescriptor> = descriptors.iter().collect();
+    rows.sort_unstable_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+    rows.windows(2).find_map(|pair| match pair {
+        [a, b] if sort_key(a) == sort_key(b) => Some(*b),
+        _ => None,
+    })
+}
+
 /// What the inventory write is followed by.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Then {
@@ -89,7 +117,13 @@ impl IndexPass {
         id_seed: Uuid,
     ) -> Self {
         let batch: BTreeSet<PackRef> = descriptors.iter().map(CaptureDescriptor::pack).collect();
-        let state = if batch.is_empty() {
+        let state = if let Some(twice) = described_twice(&descriptors) {
+            State::Done(Err(IndexError::DuplicateDescriptor {
+                capture_id: twice.capture_id,
+                store_id: twice.locator.store_id.clone(),
+                pack_id: twice.locator.pack_id,
+            }))
+        } else if batch.is_empty() {
             State::Done(Ok(IndexReport::NothingToDo {
                 skipped: BTreeSet::new(),
             }))
