@@ -31,8 +31,23 @@ pub fn attempt_ids(id_seed: Uuid, attempt: u32) -> (Uuid, Uuid) {
 }
 
 /// The columns of a descriptor that the descriptor tables sort by (its
-/// capture identity, store and pack), the most selective first.
+/// capture identity, store and pack), the most selective first: the
+/// columns of [`crate::descriptor::CAPTURE_SORT_KEY`], as
+/// `SORT_KEY_COLUMNS` names them (a test holds the two together).
 type SortKey<'a> = (Uuid, Uuid, &'a str, &'a str, &'a str, &'a str, u64);
+
+/// The column behind each field of [`SortKey`], in its order (read only
+/// by the test that holds it to the tables' key).
+#[cfg(test)]
+const SORT_KEY_COLUMNS: [&str; 7] = [
+    "capture_id",
+    "pack_id",
+    "store_id",
+    "tenant_id",
+    "experiment_id",
+    "run_id",
+    "captured_at_ns",
+];
 
 fn sort_key(d: &CaptureDescriptor) -> SortKey<'_> {
     (
@@ -502,5 +517,26 @@ impl Machine for IndexPass {
         }));
         let state = std::mem::replace(&mut self.state, placeholder);
         self.state = self.next(state, input);
+    }
+}
+
+#[cfg(test)]
+mod sort_key_tests {
+    use std::collections::BTreeSet;
+
+    use crate::descriptor::{CAPTURE_BY_ID_SORT_KEY, CAPTURE_SORT_KEY};
+
+    use super::SORT_KEY_COLUMNS;
+
+    /// The duplicate check compares exactly the columns both descriptor
+    /// tables collapse on: a column added to their key, and not to the
+    /// check, would let it pass rows a merge would then collapse.
+    #[test]
+    fn the_duplicate_check_compares_the_descriptor_tables_sorting_key() {
+        let checked: BTreeSet<&str> = SORT_KEY_COLUMNS.into_iter().collect();
+        assert_eq!(checked.len(), SORT_KEY_COLUMNS.len());
+        for key in [CAPTURE_SORT_KEY, CAPTURE_BY_ID_SORT_KEY] {
+            assert_eq!(checked, key.iter().copied().collect::<BTreeSet<_>>());
+        }
     }
 }
