@@ -20,6 +20,9 @@ use crate::start::{Ended, Reference};
 pub struct SchemaCatalog {
     /// Objects by name: (engine, sorting key).
     objects: BTreeMap<String, (String, String)>,
+    /// Rows each table holds (`system.tables.total_rows`); a table not
+    /// named holds none, and a view reports NULL.
+    rows: BTreeMap<String, u64>,
     /// Columns by table.
     columns: BTreeMap<String, BTreeSet<String>>,
     /// The stamp table's versions.
@@ -38,10 +41,12 @@ fn engine(kind: ObjectKind) -> &'static str {
 }
 
 /// The catalogs the schema machine starts against, by name.
-pub const WORLDS: [&str; 11] = [
+pub const WORLDS: [&str; 13] = [
     "fresh",
     "current",
     "unstamped-empty",
+    "install-killed",
+    "install-killed-with-rows",
     "unstamped",
     "missing-table",
     "other-version",
@@ -81,10 +86,29 @@ impl SchemaCatalog {
             );
             return c;
         }
+        if let Some(at_stake) = world.strip_prefix("install-killed") {
+            // The install was killed after the stamp table and the two
+            // descriptor tables: the stamp is empty, the rest is missing.
+            for object in &CatalogObject::ALL[..3] {
+                c.create(tables, *object);
+            }
+            if at_stake == "-with-rows" {
+                c.rows.insert(CatalogObject::CaptureRaw.name(tables), 12);
+            }
+            return c;
+        }
         for object in CatalogObject::ALL {
             c.create(tables, object);
         }
         c.stamps.insert(SCHEMA_VERSION);
+        // A catalog in use: every table holds rows, the inventory as many
+        // as the membership counts say.
+        for object in CatalogObject::ALL {
+            if object.kind() == ObjectKind::Table && object != CatalogObject::SchemaVersion {
+                c.rows.insert(object.name(tables), 3);
+            }
+        }
+        c.membership = (3, 3);
         match world {
             "unstamped-empty" => {
                 c.stamps.clear();
@@ -114,7 +138,11 @@ impl SchemaCatalog {
                     cols.remove("tensor_name");
                 }
             }
-            "inventory-without-membership" => c.membership = (5, 0),
+            "inventory-without-membership" => {
+                c.membership = (5, 0);
+                c.rows
+                    .insert(CatalogObject::PackInventoryRaw.name(tables), 5);
+            }
             _ => {}
         }
         c
@@ -135,7 +163,19 @@ impl SchemaCatalog {
                 self.objects
                     .iter()
                     .filter(|(name, _)| names.contains(*name))
-                    .map(|(name, (engine, key))| vec![text(name), text(engine), text(key)])
+                    .map(|(name, (engine, key))| {
+                        let held = if *name == CatalogObject::SchemaVersion.name(tables) {
+                            self.stamps.len() as u64
+                        } else {
+                            self.rows.get(name).copied().unwrap_or(0)
+                        };
+                        let total_rows = if engine.ends_with("MergeTree") {
+                            Value::UInt64(held)
+                        } else {
+                            Value::Null
+                        };
+                        vec![text(name), text(engine), text(key), total_rows]
+                    })
                     .collect()
             }
             "schema.read_columns" => {
@@ -158,8 +198,19 @@ impl SchemaCatalog {
                 Value::UInt64(self.membership.1),
             ]],
             "schema.stamp" => {
-                if self.stamps.is_empty() {
-                    self.stamps.insert(SCHEMA_VERSION);
+                // The stamp's condition is read off the statement text, not
+                // assumed: a stamp sent without it stamps unconditionally,
+                // as the server would.
+                let stamp_table = CatalogObject::SchemaVersion.name(tables);
+                let guarded = stmt
+                    .sql
+                    .contains(&format!("WHERE (SELECT count() FROM {stamp_table}) = 0"));
+                let version = match stmt.params.get("version") {
+                    Some(Param::UInt64(v)) => *v,
+                    _ => return None,
+                };
+                if !guarded || self.stamps.is_empty() {
+                    self.stamps.insert(version);
                 }
                 Vec::new()
             }
@@ -239,5 +290,81 @@ impl Reference for Ensuring {
     }
     fn ended(&mut self) -> Ended {
         Ended::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs capcat-proto's schema machine against `world`, answering from
+    /// the simulated catalog, and names its outcome as the kit reports it.
+    fn outcome_in(world: &str) -> Json {
+        let tables = Tables::new("cc").expect("valid prefix");
+        let mut catalog = SchemaCatalog::world(&tables, world);
+        let mut machine = EnsureSchema::new(tables.clone());
+        for _ in 0..=CatalogObject::ALL.len() + 5 {
+            match machine.poll() {
+                Step::Execute(stmt) => {
+                    let rows = catalog
+                        .answer(&tables, &stmt)
+                        .expect("every statement is the schema machine's");
+                    machine.handle(Input::Rows(rows));
+                }
+                Step::Done(outcome) => return ensured(&outcome)["outcome"].clone(),
+                Step::Draw { .. } => panic!("the schema machine never draws"),
+            }
+        }
+        panic!("{world}: the machine did not finish within its statement bound");
+    }
+
+    /// Each world reaches the verdict it is named for; in particular an
+    /// install killed part way is finished unless a table holds rows.
+    #[test]
+    fn every_world_reaches_the_outcome_it_is_named_for() {
+        let refused =
+            |diagnosis: &str| json!({ "err": { "kind": "refused", "diagnosis": diagnosis } });
+        let expected = [
+            ("fresh", json!({ "ok": "created" })),
+            (
+                "current",
+                json!({ "ok": { "current": { "recreated_views": [] } } }),
+            ),
+            ("unstamped-empty", json!({ "ok": "completed" })),
+            ("install-killed", json!({ "ok": "completed" })),
+            ("install-killed-with-rows", refused("missing_tables")),
+            ("unstamped", refused("unstamped")),
+            ("missing-table", refused("missing_tables")),
+            ("other-version", refused("other_version")),
+            (
+                "missing-view",
+                json!({ "ok": { "current": { "recreated_views": ["cc_pack_inventory"] } } }),
+            ),
+            ("leftover-view", refused("leftovers")),
+            ("wrong-kind", refused("wrong_kind")),
+            ("missing-column", refused("missing_columns")),
+            (
+                "inventory-without-membership",
+                refused("inventory_without_membership"),
+            ),
+        ];
+        assert_eq!(expected.len(), WORLDS.len());
+        for (world, want) in expected {
+            let mut got = outcome_in(world);
+            if let Some(err) = got.get_mut("err").and_then(Json::as_object_mut) {
+                err.remove("detail");
+            }
+            assert_eq!(got, want, "{world}");
+        }
+        // Finishing the killed install leaves a catalog the next run finds current.
+        let tables = Tables::new("cc").expect("valid prefix");
+        let mut catalog = SchemaCatalog::world(&tables, "install-killed");
+        let mut machine = EnsureSchema::new(tables.clone());
+        while let Step::Execute(stmt) = machine.poll() {
+            let rows = catalog.answer(&tables, &stmt).expect("a schema statement");
+            machine.handle(Input::Rows(rows));
+        }
+        assert_eq!(catalog.stamps, BTreeSet::from([SCHEMA_VERSION]));
+        assert_eq!(catalog.objects.len(), CatalogObject::ALL.len());
     }
 }

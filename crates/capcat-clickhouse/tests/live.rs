@@ -930,20 +930,28 @@ async fn a_healthy_catalog_with_its_manifest_truncated_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stamp_cleared_by_an_operator_is_still_refused_when_tables_are_missing() {
-    let Some(live) = ensured("stamp_cleared").await else {
+    let Some((live, mut lease)) = holding("stamp_cleared", "indexer").await else {
         return;
     };
     let c = &live.catalog;
     let t = live.tables();
+    index_pass(c, &mut lease, fresh_pack(3)).await;
     live.exec(&format!("TRUNCATE TABLE {}", t.schema_version()))
         .await;
     live.exec(&format!("DROP TABLE {}", t.index_watermark()))
         .await;
     let refused = refusal(c.ensure_schema().await);
     match &refused.diagnosis {
-        Diagnosis::MissingTables { stamp, missing } => {
+        Diagnosis::MissingTables {
+            stamp,
+            missing,
+            holding,
+        } => {
             assert_eq!(*stamp, StampSeen::Empty);
             assert_eq!(missing, &BTreeSet::from([t.index_watermark()]));
+            // The server's own count of the rows at stake.
+            assert_eq!(holding.get(&t.capture_raw()), Some(&Some(3)));
+            assert_eq!(holding.get(&t.pack_inventory_raw()), Some(&Some(1)));
         }
         other => panic!("{other:?}"),
     }
@@ -952,6 +960,81 @@ async fn a_stamp_cleared_by_an_operator_is_still_refused_when_tables_are_missing
             .to_string()
             .contains(&format!("`{}`", t.index_watermark()))
     );
+    live.finish().await;
+}
+
+/// An install killed after each of its statements (the stamp table first,
+/// then every table, the feed and the views, the stamp row last) is
+/// finished by the next `ensure_schema`, and the finished catalog indexes,
+/// publishes and reads like a fresh one. The same killed install with one
+/// row in a table is refused: rows are at stake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_install_killed_after_any_statement_is_finished_by_the_next_run() {
+    let Some(live) = Live::start("install_killed").await else {
+        return;
+    };
+    let c = &live.catalog;
+    let t = live.tables().clone();
+    let install = capcat_proto::schema::create_schema(&t);
+    for killed_after in 0..=install.len() {
+        for statement in &install[..killed_after] {
+            live.exec(&statement.sql).await;
+        }
+        let outcome = ok("ensure after the kill", c.ensure_schema().await);
+        let expected = if killed_after == 0 {
+            EnsureOutcome::Created
+        } else {
+            EnsureOutcome::Completed
+        };
+        assert_eq!(outcome, expected, "killed after {killed_after} statements");
+        assert!(
+            matches!(
+                ok("ensure again", c.ensure_schema().await),
+                EnsureOutcome::Current { .. }
+            ),
+            "killed after {killed_after} statements"
+        );
+        for drop in capcat_proto::schema::drop_schema(&t) {
+            live.exec(&drop.sql).await;
+        }
+    }
+
+    // The descriptor tables stand with a row in one of them, the rest is
+    // missing, the stamp is empty: refused, naming the row.
+    for statement in &install[..3] {
+        live.exec(&statement.sql).await;
+    }
+    live.exec(&format!(
+        "INSERT INTO {} (tenant_id, capture_id, store_id, pack_id) \
+         VALUES ('acme', generateUUIDv4(), 's', generateUUIDv4())",
+        t.capture_raw()
+    ))
+    .await;
+    let refused = refusal(c.ensure_schema().await);
+    match &refused.diagnosis {
+        Diagnosis::MissingTables { stamp, holding, .. } => {
+            assert_eq!(*stamp, StampSeen::Empty);
+            assert_eq!(
+                holding,
+                &BTreeMap::from([(t.capture_raw(), Some(1))]),
+                "{refused}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    live.exec(&format!("TRUNCATE TABLE {}", t.capture_raw()))
+        .await;
+
+    // Emptied again, it is finished, and works.
+    assert_eq!(
+        ok("ensure", c.ensure_schema().await),
+        EnsureOutcome::Completed
+    );
+    let mut lease = ok("acquire", c.acquire_lease("indexer").await);
+    let version = index_pass(c, &mut lease, fresh_pack(4)).await;
+    assert!(version > 0);
+    let (_, seen) = walk(c, 10).await;
+    assert_eq!(seen.len(), 4);
     live.finish().await;
 }
 

@@ -370,19 +370,47 @@ fn schema_live_a_cleared_stamp_over_a_catalog_missing_a_table_is_refused() {
         return;
     };
     let t = fresh(engine, "sl_cleared");
+    write_descriptors(engine, &t, vec![descriptor(1, "s", pack(1), 1, 0)]);
     sql(engine, &format!("TRUNCATE TABLE {}", t.schema_version()));
     sql(engine, &format!("DROP TABLE {}", t.publisher_lease()));
     match ensure(engine, &t) {
-        Err(SchemaError::Refused(r)) => assert!(
-            matches!(r.diagnosis, Diagnosis::MissingTables { .. }),
-            "{r}"
-        ),
+        Err(SchemaError::Refused(r)) => match &r.diagnosis {
+            Diagnosis::MissingTables { holding, .. } => {
+                assert_eq!(holding.get(&t.capture_raw()), Some(&Some(1)), "{r}");
+            }
+            other => panic!("expected missing tables, got {other:?}"),
+        },
         other => panic!("expected a refusal, got {other:?}"),
     }
     // Nothing was created behind the refusal.
     assert_eq!(
         sql(engine, &format!("EXISTS TABLE {}", t.publisher_lease())),
         "0"
+    );
+}
+
+/// The same cleared stamp over the same missing table, with no row in any
+/// table: nothing is at stake (it is what an install killed part way
+/// leaves), so the install is finished and stamped.
+#[test]
+fn schema_live_a_cleared_stamp_over_empty_tables_is_finished() {
+    let Some(engine) = engine("schema_live_cleared_empty...") else {
+        return;
+    };
+    let t = fresh(engine, "sl_cleared_empty");
+    sql(engine, &format!("TRUNCATE TABLE {}", t.schema_version()));
+    sql(engine, &format!("DROP TABLE {}", t.publisher_lease()));
+    assert_eq!(ensure(engine, &t), Ok(EnsureOutcome::Completed));
+    assert_eq!(
+        sql(engine, &format!("EXISTS TABLE {}", t.publisher_lease())),
+        "1"
+    );
+    assert_eq!(
+        sql(
+            engine,
+            &format!("SELECT count() FROM {}", t.schema_version())
+        ),
+        "1"
     );
 }
 

@@ -31,6 +31,15 @@ fn schema_golden_ddl() {
     let mut all = create_schema(&tables());
     all.push(stamp_statement(&tables()));
     expect![[r#"
+        -- schema.create_schema_version
+        CREATE TABLE IF NOT EXISTS cc_schema_version
+        (
+            version UInt64,
+            stamped_at_ns UInt64 DEFAULT toUInt64(toUnixTimestamp64Nano(now64(9)))
+        )
+        ENGINE = MergeTree
+        ORDER BY tuple();
+
         -- schema.create_capture_raw
         CREATE TABLE IF NOT EXISTS cc_capture_raw
         (
@@ -163,15 +172,6 @@ fn schema_golden_ddl() {
             appended_at_ns UInt64
         ) ENGINE = MergeTree ORDER BY (shard_id, appended_at_ns, event_id);
 
-        -- schema.create_schema_version
-        CREATE TABLE IF NOT EXISTS cc_schema_version
-        (
-            version UInt64,
-            stamped_at_ns UInt64 DEFAULT toUInt64(toUnixTimestamp64Nano(now64(9)))
-        )
-        ENGINE = MergeTree
-        ORDER BY tuple();
-
         -- schema.create_capture_view
         CREATE OR REPLACE VIEW cc_capture AS
         SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256
@@ -196,9 +196,6 @@ fn schema_golden_drop() {
 
         -- schema.drop_capture_view
         DROP VIEW IF EXISTS cc_capture;
-
-        -- schema.drop_schema_version
-        DROP TABLE IF EXISTS cc_schema_version;
 
         -- schema.drop_demand_events
         DROP TABLE IF EXISTS cc_demand_events;
@@ -226,6 +223,9 @@ fn schema_golden_drop() {
 
         -- schema.drop_capture_raw
         DROP TABLE IF EXISTS cc_capture_raw;
+
+        -- schema.drop_schema_version
+        DROP TABLE IF EXISTS cc_schema_version;
     "#]]
     .assert_eq(&render(&drop_schema(&tables())));
 }
@@ -235,7 +235,7 @@ fn schema_golden_probes() {
     let t = tables();
     expect![[r#"
         -- schema.read_tables
-        SELECT name, engine, sorting_key FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)} ORDER BY name;
+        SELECT name, engine, sorting_key, total_rows FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)} ORDER BY name;
 
         -- schema.read_columns
         SELECT table, name FROM system.columns WHERE database = currentDatabase() AND table IN {names:Array(String)} ORDER BY table, name;
@@ -498,8 +498,6 @@ fn schema_the_feed_exists_before_any_row_can_be_written_and_is_dropped_first() {
     let at = |name: String| created.iter().position(|n| *n == name).expect("created");
     let feed = at(t.capture_by_id_feed());
     assert!(at(t.capture_raw()) < feed && at(t.capture_by_id()) < feed);
-    // The stamp table (and so the stamp that lets writers in) comes later.
-    assert!(feed < at(t.schema_version()));
     let dropped: Vec<String> = drop_schema(&t)
         .iter()
         .map(|s| object_named(&s.sql))
@@ -507,4 +505,49 @@ fn schema_the_feed_exists_before_any_row_can_be_written_and_is_dropped_first() {
     let at = |name: String| dropped.iter().position(|n| *n == name).expect("dropped");
     let feed = at(t.capture_by_id_feed());
     assert!(feed < at(t.capture_raw()) && feed < at(t.capture_by_id()));
+}
+
+/// The stamp table is created before every other object, so a catalog
+/// holding objects of ours without it was not made by this build's install,
+/// and an install killed at any later point leaves an empty stamp table the
+/// guard finishes from. The stamp row that lets writers in is the install's
+/// last statement; the stamp table is the teardown's last drop.
+#[test]
+fn schema_the_stamp_table_comes_first_and_the_stamp_row_last() {
+    let t = tables();
+    let created = create_schema(&t);
+    assert_eq!(
+        created.first().map(|s| object_named(&s.sql)),
+        Some(t.schema_version())
+    );
+    assert_eq!(
+        created
+            .iter()
+            .filter(|s| object_named(&s.sql) == t.schema_version())
+            .count(),
+        1
+    );
+    let dropped = drop_schema(&t);
+    assert_eq!(
+        dropped.last().map(|s| object_named(&s.sql)),
+        Some(t.schema_version())
+    );
+    let mut machine = capcat_proto::schema::EnsureSchema::new(t.clone());
+    let mut issued = Vec::new();
+    for _ in 0..=CatalogObject::ALL.len() + 4 {
+        match capcat_proto::Machine::poll(&mut machine) {
+            capcat_proto::Step::Execute(statement) => {
+                issued.push(statement.name);
+                capcat_proto::Machine::handle(
+                    &mut machine,
+                    capcat_proto::Input::Rows(capcat_proto::Rows::empty()),
+                );
+            }
+            _ => break,
+        }
+    }
+    // A fresh catalog: two probes, every object, then the stamp row.
+    assert_eq!(issued.len(), 2 + CatalogObject::ALL.len() + 1, "{issued:?}");
+    assert_eq!(issued[2], "schema.create_schema_version");
+    assert_eq!(issued.last(), Some(&"schema.stamp"));
 }

@@ -60,12 +60,33 @@ fn current_column_rows(t: &Tables) -> Vec<(String, String)> {
     out
 }
 
+/// The rows of `schema.read_tables`. `total_rows` is NULL for a view and,
+/// for a table, the rows a catalog in use holds: three, like the healthy
+/// membership counts below ([`emptied`] makes every table empty).
 fn table_rows(rows: &[(String, String, String)]) -> Rows {
     Rows(
         rows.iter()
-            .map(|(n, e, k)| vec![s(n), s(e), s(k)])
+            .map(|(n, e, k)| {
+                let total_rows = if e.ends_with("MergeTree") {
+                    Value::UInt64(3)
+                } else {
+                    Value::Null
+                };
+                vec![s(n), s(e), s(k), total_rows]
+            })
             .collect(),
     )
+}
+
+/// `observed` with every table holding no row: a catalog no writer has
+/// written to.
+fn emptied(mut observed: Observed) -> Observed {
+    for object in observed.objects.values_mut() {
+        if object.total_rows.is_some() {
+            object.total_rows = Some(0);
+        }
+    }
+    observed
 }
 
 fn column_rows(rows: &[(String, String)]) -> Rows {
@@ -404,7 +425,34 @@ fn schema_a_stamped_catalog_missing_a_table_is_refused() {
         r.diagnosis,
         Diagnosis::MissingTables {
             stamp: StampSeen::Current,
-            missing: BTreeSet::from([t.publisher_lease()])
+            missing: BTreeSet::from([t.publisher_lease()]),
+            holding: BTreeMap::new(),
+        }
+    );
+}
+
+/// A stamp names a catalog writers were let into: a table missing from it is
+/// refused even when every table left is empty, since rows written and
+/// then dropped with the table are beyond what the guard can see.
+#[test]
+fn schema_a_stamped_catalog_missing_a_table_is_refused_even_when_empty() {
+    let t = tables();
+    let rows = without(&current_table_rows(&t), &t.snapshot_manifest());
+    let r = refusal(judge(
+        &t,
+        &emptied(observed(
+            &rows,
+            &current_column_rows(&t),
+            stamped(),
+            healthy_counts(),
+        )),
+    ));
+    assert_eq!(
+        r.diagnosis,
+        Diagnosis::MissingTables {
+            stamp: StampSeen::Current,
+            missing: BTreeSet::from([t.snapshot_manifest()]),
+            holding: BTreeMap::new(),
         }
     );
 }
@@ -458,7 +506,8 @@ fn schema_a_stamped_catalog_missing_its_feed_is_refused() {
         r.diagnosis,
         Diagnosis::MissingTables {
             stamp: StampSeen::Current,
-            missing: BTreeSet::from([t.capture_by_id_feed()])
+            missing: BTreeSet::from([t.capture_by_id_feed()]),
+            holding: BTreeMap::new(),
         }
     );
 }
@@ -497,16 +546,124 @@ fn schema_an_empty_stamp_still_runs_the_missing_table_check() {
             healthy_counts(),
         ),
     ));
-    assert_eq!(
-        r.diagnosis,
-        Diagnosis::MissingTables {
-            stamp: StampSeen::Empty,
-            missing: BTreeSet::from([t.publisher_lease()])
-        }
-    );
+    let Diagnosis::MissingTables {
+        stamp,
+        missing,
+        holding,
+    } = &r.diagnosis
+    else {
+        panic!("expected missing tables, got {:?}", r.diagnosis);
+    };
+    assert_eq!(*stamp, StampSeen::Empty);
+    assert_eq!(missing, &BTreeSet::from([t.publisher_lease()]));
+    assert_eq!(holding.get(&t.capture_raw()), Some(&Some(3)));
     let message = r.to_string();
     assert!(message.contains("holds no row"), "{message}");
     assert!(!message.contains("it is stamped"), "{message}");
+    assert!(
+        message.contains("`cc_capture_raw` holds 3 rows"),
+        "{message}"
+    );
+}
+
+/// An install killed part way: the stamp table (created first) is empty,
+/// some tables stand, none holds a row. Nothing is at stake, so the guard
+/// finishes the install instead of sending the operator to drop it.
+#[test]
+fn schema_an_install_killed_part_way_is_finished_at_every_point() {
+    let t = tables();
+    let all = current_table_rows(&t);
+    let columns = current_column_rows(&t);
+    assert_eq!(CatalogObject::ALL[0], CatalogObject::SchemaVersion);
+    // `created` objects stand: from the stamp table alone to every object.
+    for created in 1..=CatalogObject::ALL.len() {
+        let standing: Vec<_> = all[..created].to_vec();
+        let mut o = emptied(observed(&standing, &columns, StampState::Empty, None));
+        let mut verdict = judge(&t, &o);
+        if let Verdict::Refuse(r) = &verdict {
+            // With every table and the feed standing, the membership is
+            // counted first, as over any whole catalog.
+            assert_eq!(r.diagnosis, Diagnosis::MembershipUncounted);
+            assert!(
+                CatalogObject::ALL[created..]
+                    .iter()
+                    .all(|o| o.kind() == ObjectKind::View)
+            );
+            o.membership = Some(MembershipCounts {
+                inventory_rows: 0,
+                effective_membership_rows: 0,
+            });
+            verdict = judge(&t, &o);
+        }
+        let Verdict::Incomplete {
+            missing_tables,
+            missing_views,
+        } = &verdict
+        else {
+            panic!("{created} objects standing: {verdict:?}");
+        };
+        let absent = |kinds: &[ObjectKind]| -> BTreeSet<String> {
+            CatalogObject::ALL[created..]
+                .iter()
+                .filter(|o| kinds.contains(&o.kind()))
+                .map(|o| o.name(&t))
+                .collect()
+        };
+        assert_eq!(
+            missing_tables,
+            &absent(&[ObjectKind::Table, ObjectKind::Feed])
+        );
+        assert_eq!(missing_views, &absent(&[ObjectKind::View]));
+    }
+}
+
+/// The same empty stamp over the same missing table is refused as soon as
+/// one table left holds a row, or does not say how many it holds.
+#[test]
+fn schema_an_empty_stamp_over_missing_tables_is_refused_when_one_row_is_at_stake() {
+    let t = tables();
+    let rows = without(&current_table_rows(&t), &t.snapshot_manifest());
+    for total_rows in [Some(1), None] {
+        let mut o = emptied(observed(
+            &rows,
+            &current_column_rows(&t),
+            StampState::Empty,
+            None,
+        ));
+        if let Some(inventory) = o.objects.get_mut(&t.pack_inventory_raw()) {
+            inventory.total_rows = total_rows;
+        }
+        let r = refusal(judge(&t, &o));
+        assert_eq!(
+            r.diagnosis,
+            Diagnosis::MissingTables {
+                stamp: StampSeen::Empty,
+                missing: BTreeSet::from([t.snapshot_manifest()]),
+                holding: BTreeMap::from([(t.pack_inventory_raw(), total_rows)]),
+            }
+        );
+        assert!(matches!(r.instruction, Instruction::Rebuild { .. }));
+    }
+}
+
+/// An empty legacy table beside an interrupted install is no row at stake;
+/// one holding rows is.
+#[test]
+fn schema_a_legacy_table_holding_rows_is_at_stake_too() {
+    let t = tables();
+    let mut rows = current_table_rows(&t)[..3].to_vec();
+    rows.push((
+        "cc_pack_commit_log".to_owned(),
+        "MergeTree".to_owned(),
+        "index_version".to_owned(),
+    ));
+    let o = observed(&rows, &current_column_rows(&t), StampState::Empty, None);
+    let r = refusal(judge(&t, &o));
+    assert!(
+        r.to_string().contains("`cc_pack_commit_log` holds 3 rows"),
+        "{r}"
+    );
+    assert!(matches!(judge(&t, &emptied(o)), Verdict::Incomplete { .. }));
 }
 
 #[test]
@@ -630,6 +787,7 @@ fn schema_an_empty_stamp_over_a_whole_catalog_is_an_unfinished_install() {
     assert_eq!(
         judge(&t, &o),
         Verdict::Incomplete {
+            missing_tables: BTreeSet::new(),
             missing_views: BTreeSet::new()
         }
     );

@@ -17,9 +17,10 @@ use crate::tables::Tables;
 
 /// The schema version this build creates and reads.
 ///
-/// Every build of Capcat stamps its catalog, so a catalog without a stamp
-/// table was not created by Capcat's `ensure_schema` (or an install stopped
-/// before creating the stamp table).
+/// Every build of Capcat stamps its catalog, and this build creates the
+/// stamp table before any other object, so a catalog holding objects of
+/// ours without a stamp table was not created by this build's
+/// `ensure_schema`.
 ///
 /// Version 2 added `{p}_capture_by_id` and its feed: a version-1 catalog
 /// has descriptor rows the lookup table never received, so it is refused
@@ -33,6 +34,10 @@ pub struct ObservedObject {
     pub engine: String,
     /// `system.tables.sorting_key`, e.g. `tenant_id, capture_id` (empty for views).
     pub sorting_key: String,
+    /// `system.tables.total_rows`: the rows the object holds, exact for a
+    /// MergeTree table; `None` for a view, or when the server cannot tell
+    /// without reading the data.
+    pub total_rows: Option<u64>,
 }
 
 /// What `{p}_schema_version` holds.
@@ -177,12 +182,17 @@ pub enum Diagnosis {
         /// The version this build reads.
         required: u64,
     },
-    /// A catalog with a stamp table is missing tables, where rows are at stake.
+    /// A catalog with a stamp table is missing tables, where rows are at
+    /// stake: the stamp names this build's version, or a table of ours
+    /// holds rows (or does not say how many it holds).
     MissingTables {
         /// What the stamp said.
         stamp: StampSeen,
         /// The absent tables.
         missing: BTreeSet<String>,
+        /// The present tables that hold rows, or do not say (`None`), by
+        /// name. Empty when the stamp alone decided.
+        holding: BTreeMap<String, Option<u64>>,
     },
     /// Tables lack columns this build writes or reads.
     MissingColumns {
@@ -247,9 +257,13 @@ pub struct Refusal {
 pub enum Verdict {
     /// Nothing of ours exists: create everything, then stamp.
     Fresh,
-    /// An install of this build that stopped before stamping, over a catalog
-    /// that is otherwise whole: rerun the idempotent DDL, then stamp.
+    /// An install that stopped before stamping: the stamp table is empty,
+    /// and either the catalog is otherwise whole or no table of ours holds
+    /// a row (an install killed part way, before any writer was let in).
+    /// Rerun the idempotent DDL, then stamp.
     Incomplete {
+        /// Tables and feeds to create; the full DDL runs anyway.
+        missing_tables: BTreeSet<String>,
         /// Views to (re)create; the full DDL runs anyway.
         missing_views: BTreeSet<String>,
     },
@@ -414,18 +428,37 @@ pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
         .map(|(_, name)| name.clone())
         .collect();
     if !missing_tables.is_empty() {
-        return refuse(
-            tables,
-            Diagnosis::MissingTables {
-                stamp,
-                missing: missing_tables,
-            },
-            rebuild(tables, observed),
-        );
+        // A stamped catalog that lost a table is refused outright. An empty
+        // stamp over missing tables is an install that stopped part way
+        // (this build creates the stamp table first and writes the stamp
+        // row last), or a stamp an operator cleared. Which of the two does
+        // not matter; whether rows are at stake does. With no row in any
+        // table under our names, no writer was ever let in, so creating the
+        // missing objects cannot leave a table without rows it should hold
+        // (a lookup table behind its feed, an inventory without its
+        // manifest). A table that does not say how many rows it holds
+        // counts as holding some: the guard fails closed.
+        let holding = match stamp {
+            StampSeen::Current => BTreeMap::new(),
+            StampSeen::Empty => holding_rows(tables, observed),
+        };
+        if stamp == StampSeen::Current || !holding.is_empty() {
+            return refuse(
+                tables,
+                Diagnosis::MissingTables {
+                    stamp,
+                    missing: missing_tables,
+                    holding,
+                },
+                rebuild(tables, observed),
+            );
+        }
     }
 
+    // Absent objects are not judged here: a missing table was refused
+    // above unless nothing is at stake, and views require no columns.
     let mut missing_columns = BTreeMap::new();
-    for (object, name) in &ours {
+    for (object, name) in ours.iter().filter(|(_, name)| present.contains(name)) {
         let have = observed.columns.get(name);
         let lacking: BTreeSet<String> = object
             .required_columns()
@@ -449,6 +482,9 @@ pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
     }
 
     match observed.membership {
+        // Tables are missing and none holds a row: there is no membership
+        // to count, and the inventory is empty.
+        _ if !missing_tables.is_empty() => {}
         None => {
             return refuse(tables, Diagnosis::MembershipUncounted, Instruction::Rerun);
         }
@@ -473,9 +509,29 @@ pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
         .map(|(_, name)| name.clone())
         .collect();
     match stamp {
-        StampSeen::Empty => Verdict::Incomplete { missing_views },
+        StampSeen::Empty => Verdict::Incomplete {
+            missing_tables,
+            missing_views,
+        },
         StampSeen::Current => Verdict::Current { missing_views },
     }
+}
+
+/// The tables under our names (this build's and the recognised legacy
+/// ones) that hold rows, or do not say how many they hold.
+fn holding_rows(tables: &Tables, observed: &Observed) -> BTreeMap<String, Option<u64>> {
+    let tables_of_ours = CatalogObject::ALL
+        .iter()
+        .filter(|o| o.kind() == ObjectKind::Table)
+        .map(|o| o.name(tables));
+    let legacy = LegacyObject::ALL.iter().map(|o| o.name(tables));
+    tables_of_ours
+        .chain(legacy)
+        .filter_map(|name| {
+            let found = observed.objects.get(&name)?;
+            (found.total_rows != Some(0)).then_some((name, found.total_rows))
+        })
+        .collect()
 }
 
 fn describe_unstamped(

@@ -58,14 +58,18 @@ impl ObjectKind {
 
 /// Every object of the catalog, in creation order.
 ///
-/// Tables come first because the views read them; the feed right after the
-/// two tables it joins, so it exists before any row can be written (the
-/// stamp that lets writers in comes last); the stamp table comes
-/// after the data tables so that a present stamp table means the data tables
-/// were all created; the views come last. The stamp *row* is written after
-/// all of them (see [`crate::schema::stamp_statement`]).
+/// The stamp table comes first, so a catalog holding objects of ours
+/// without it was not made by this build's install, and an install killed
+/// at any later point leaves an empty stamp the guard can finish from (see
+/// [`crate::schema::judge`]). The data tables follow, the feed right after
+/// the two tables it joins, so it exists before any row can be written;
+/// the views come last because they read the tables. The stamp *row*, which
+/// lets writers in, is written after all of them (see
+/// [`crate::schema::stamp_statement`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CatalogObject {
+    /// `{p}_schema_version`.
+    SchemaVersion,
     /// `{p}_capture_raw`.
     CaptureRaw,
     /// `{p}_capture_by_id`.
@@ -84,8 +88,6 @@ pub enum CatalogObject {
     PublisherLease,
     /// `{p}_demand_events`.
     DemandEvents,
-    /// `{p}_schema_version`.
-    SchemaVersion,
     /// `{p}_capture` (view).
     CaptureView,
     /// `{p}_pack_inventory` (view).
@@ -96,6 +98,7 @@ impl CatalogObject {
     /// Every object, in creation order. [`drop_schema`] drops them in the
     /// reverse order.
     pub const ALL: [Self; 12] = [
+        Self::SchemaVersion,
         Self::CaptureRaw,
         Self::CaptureById,
         Self::CaptureByIdFeed,
@@ -105,7 +108,6 @@ impl CatalogObject {
         Self::VersionClaims,
         Self::PublisherLease,
         Self::DemandEvents,
-        Self::SchemaVersion,
         Self::CaptureView,
         Self::PackInventoryView,
     ];

@@ -34,14 +34,19 @@ pub fn check_access() -> Statement {
     }
 }
 
-/// `schema.read_tables`: name, engine and sorting key of every object under
-/// our names (and the legacy names) in the current database.
+/// `schema.read_tables`: name, engine, sorting key and row count of every
+/// object under our names (and the legacy names) in the current database.
+///
+/// The row count is what lets the guard finish an install that was killed
+/// part way: missing tables beside tables that hold no row put nothing at
+/// stake. `total_rows` is exact for a MergeTree table (the sum over its
+/// active parts) and NULL for a view.
 pub fn read_tables(tables: &Tables) -> Statement {
     let mut params = BTreeMap::new();
     params.insert("names".to_owned(), Param::Strings(probed_names(tables)));
     Statement {
         name: "schema.read_tables",
-        sql: "SELECT name, engine, sorting_key FROM system.tables \
+        sql: "SELECT name, engine, sorting_key, total_rows FROM system.tables \
               WHERE database = currentDatabase() AND name IN {names:Array(String)} \
               ORDER BY name"
             .to_owned(),
@@ -59,6 +64,10 @@ pub fn read_tables(tables: &Tables) -> Statement {
             Column {
                 name: "sorting_key",
                 ty: ColumnType::String,
+            },
+            Column {
+                name: "total_rows",
+                ty: ColumnType::NullableUInt64,
             },
         ]),
         data: None,
@@ -190,6 +199,21 @@ fn u64_at(statement: &'static str, row: &[Value], index: usize) -> Result<u64, S
     }
 }
 
+fn nullable_u64_at(
+    statement: &'static str,
+    row: &[Value],
+    index: usize,
+) -> Result<Option<u64>, SchemaError> {
+    match row.get(index) {
+        Some(Value::Null) => Ok(None),
+        Some(Value::UInt64(v)) => Ok(Some(*v)),
+        other => Err(malformed(
+            statement,
+            format!("column {index}: expected an unsigned integer or NULL, got {other:?}"),
+        )),
+    }
+}
+
 fn check_width(statement: &'static str, row: &[Value], width: usize) -> Result<(), SchemaError> {
     if row.len() == width {
         Ok(())
@@ -206,11 +230,12 @@ pub fn parse_tables(rows: &Rows) -> Result<BTreeMap<String, ObservedObject>, Sch
     const NAME: &str = "schema.read_tables";
     let mut out = BTreeMap::new();
     for row in &rows.0 {
-        check_width(NAME, row, 3)?;
+        check_width(NAME, row, 4)?;
         let name = string_at(NAME, row, 0)?.to_owned();
         let object = ObservedObject {
             engine: string_at(NAME, row, 1)?.to_owned(),
             sorting_key: string_at(NAME, row, 2)?.to_owned(),
+            total_rows: nullable_u64_at(NAME, row, 3)?,
         };
         out.insert(name, object);
     }

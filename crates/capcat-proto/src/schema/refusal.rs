@@ -29,9 +29,9 @@ impl fmt::Display for UnstampedCatalog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "it holds catalog objects but no `{}` table, so it was not created (or not finished) \
-             by this build's ensure_schema, which stamps schema version {SCHEMA_VERSION}. \
-             What it holds: ",
+            "it holds catalog objects but no `{}` table, so it was not created by this build's \
+             ensure_schema, which creates that table before any other object and stamps schema \
+             version {SCHEMA_VERSION}. What it holds: ",
             self.stamp_table
         )?;
         write!(f, "present: {}", names(&self.present))?;
@@ -142,12 +142,35 @@ impl fmt::Display for Diagnosis {
                     found.join(" and ")
                 )
             }
-            Self::MissingTables { stamp, missing } => write!(
-                f,
-                "{}, yet the tables {} are missing, and rows are at stake in tables",
-                stamp_words(*stamp),
-                names(missing)
-            ),
+            Self::MissingTables {
+                stamp,
+                missing,
+                holding,
+            } => {
+                write!(
+                    f,
+                    "{}, yet the tables {} are missing",
+                    stamp_words(*stamp),
+                    names(missing)
+                )?;
+                if holding.is_empty() {
+                    f.write_str(", and rows are at stake in the tables that remain")
+                } else {
+                    let items: Vec<String> = holding
+                        .iter()
+                        .map(|(table, rows)| match rows {
+                            Some(n) => format!("`{table}` holds {n} rows"),
+                            None => format!("`{table}` does not say how many rows it holds"),
+                        })
+                        .collect();
+                    write!(
+                        f,
+                        ", and rows are at stake: {} (an install stopped part way holds none, \
+                         and is finished instead)",
+                        items.join("; ")
+                    )
+                }
+            }
             Self::MissingColumns { stamp, missing } => {
                 let items: Vec<String> = missing
                     .iter()

@@ -121,6 +121,7 @@ pub fn execute(engine: &Engine, stmt: &Statement) -> Input {
                 .map(|(field, col)| match col.ty {
                     ColumnType::Uuid => Value::Uuid(Uuid::parse_str(field).expect("uuid")),
                     ColumnType::String => Value::String(unescape(field)),
+                    ColumnType::NullableUInt64 if field == "\\N" => Value::Null,
                     _ => Value::UInt64(field.parse().expect("unsigned integer")),
                 })
                 .collect()
