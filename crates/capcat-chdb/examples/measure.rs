@@ -7,6 +7,11 @@
 //! ```
 //!
 //! A measurement binary, not a test: it asserts nothing about time.
+//!
+//! The engine's data path is a temporary directory under
+//! `CAPCAT_MEASURE_DIR` when it is set (e.g. `/dev/shm`, to take the disk's
+//! part out of every statement that writes a part), and under the system's
+//! temporary directory otherwise.
 
 use std::time::{Duration, Instant};
 
@@ -56,7 +61,12 @@ fn parallel(engine: &Engine, label: &str, threads: usize, sql: &str) {
 }
 
 fn main() {
-    let dir = tempfile::tempdir().expect("a temporary data path");
+    let dir = match std::env::var_os("CAPCAT_MEASURE_DIR") {
+        Some(base) => tempfile::tempdir_in(base),
+        None => tempfile::tempdir(),
+    }
+    .expect("a temporary data path");
+    println!("data path {}", dir.path().display());
     let started = Instant::now();
     let engine = Engine::open_with(dir.path(), EngineOptions::default().with_max_connections(4))
         .expect("open the engine");
@@ -118,6 +128,53 @@ fn main() {
                     .param("i", id.to_string())
                     .param("n", "x"),
             )
+            .expect("insert");
+    });
+    // What the protocol's guards cost: each scalar subquery is planned and
+    // run on its own before the statement that holds it, and an
+    // `INSERT ... SELECT` writes a part (about ten files) whatever its rows.
+    latency("SELECT with one scalar subquery", 500, || {
+        engine
+            .execute(&Request::new("SELECT (SELECT count() FROM m)"))
+            .expect("select");
+    });
+    latency("SELECT with three scalar subqueries", 500, || {
+        engine
+            .execute(&Request::new(
+                "SELECT (SELECT count() FROM m), (SELECT max(id) FROM m), (SELECT min(id) FROM m)",
+            ))
+            .expect("select");
+    });
+    latency("INSERT ... SELECT one row, no guard", 500, || {
+        id += 1;
+        engine
+            .execute(
+                &Request::new("INSERT INTO m SELECT {i:UInt64}, 'x' FROM system.one")
+                    .param("i", id.to_string()),
+            )
+            .expect("insert");
+    });
+    latency(
+        "INSERT ... SELECT one row, two subquery guards",
+        500,
+        || {
+            id += 1;
+            engine
+                .execute(
+                    &Request::new(
+                        "INSERT INTO m SELECT {i:UInt64}, 'x' FROM system.one \
+                     WHERE (SELECT count() FROM m) > 0 AND (SELECT max(id) FROM m) < {i:UInt64}",
+                    )
+                    .param("i", id.to_string()),
+                )
+                .expect("insert");
+        },
+    );
+    latency("INSERT ... SELECT whose guard fails (no part)", 500, || {
+        engine
+            .execute(&Request::new(
+                "INSERT INTO m SELECT 0, 'x' FROM system.one WHERE (SELECT count() FROM m) = 0",
+            ))
             .expect("insert");
     });
     let mut rows = Vec::new();
