@@ -987,6 +987,35 @@ fn schema_malformed_probe_rows_are_a_typed_error() {
     );
 }
 
+/// `total_rows` as the server sends it: a count, or NULL (a view, or a
+/// table that cannot tell), which the guard must keep apart from 0, since
+/// only 0 lets it finish an install beside missing tables.
+#[test]
+fn schema_total_rows_are_read_as_a_count_or_unknown() {
+    let row = |rows: Value| vec![s("cc_capture_raw"), s("MergeTree"), s(SORT_KEY), rows];
+    let parsed =
+        |rows: Value| parse_tables(&Rows(vec![row(rows)])).map(|o| o["cc_capture_raw"].total_rows);
+    assert_eq!(parsed(Value::UInt64(0)), Ok(Some(0)));
+    assert_eq!(parsed(Value::UInt64(7)), Ok(Some(7)));
+    assert_eq!(parsed(Value::Null), Ok(None));
+    assert!(matches!(
+        parsed(s("7")),
+        Err(SchemaError::Malformed {
+            statement: "schema.read_tables",
+            ..
+        })
+    ));
+    // The three columns of the earlier probe are refused, not read as 0.
+    assert!(matches!(
+        parse_tables(&Rows(vec![vec![
+            s("cc_capture_raw"),
+            s("MergeTree"),
+            s(SORT_KEY)
+        ]])),
+        Err(SchemaError::Malformed { .. })
+    ));
+}
+
 #[test]
 fn schema_views_without_any_table_are_dropped_not_rebuilt() {
     let t = tables();
