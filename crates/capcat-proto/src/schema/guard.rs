@@ -1,9 +1,10 @@
 //! The schema guard: a pure function from what the server reports to a verdict.
 //!
 //! The catalog is a projection over immutable packs, so the guard never
-//! migrates: it creates a fresh catalog, accepts (and repairs the views of)
-//! a current one, and refuses everything else with a diagnosis read off the
-//! server and the instruction that rebuilds it. `CREATE TABLE IF NOT EXISTS`
+//! migrates: it creates a fresh catalog, finishes an install that stopped
+//! before its stamp while no row is at stake, accepts (and repairs the
+//! views of) a current one, and refuses everything else with a diagnosis
+//! read off the server and the instruction that rebuilds it. `CREATE TABLE IF NOT EXISTS`
 //! is a no-op against a live table, so without the guard an older catalog
 //! would silently keep its old sort key and membership tables, and an
 //! upgraded catalog's full inventory beside an empty manifest would make the
@@ -316,7 +317,10 @@ fn refuse(tables: &Tables, diagnosis: Diagnosis, instruction: Instruction) -> Ve
 /// leftovers of an earlier design has nothing to rebuild from; the stamp
 /// decides whether the rest of the catalog is ours; and even an empty stamp
 /// runs the missing-table, column and membership checks, because clearing
-/// the stamp is the obvious workaround for a refused operator.
+/// the stamp is the obvious workaround for a refused operator. Under an
+/// empty stamp a missing table is refused only where rows are at stake: a
+/// part-made catalog whose tables hold no row is an install killed part
+/// way (or still running in another process), and is finished.
 pub fn judge(tables: &Tables, observed: &Observed) -> Verdict {
     if observed.objects.is_empty() {
         return Verdict::Fresh;
