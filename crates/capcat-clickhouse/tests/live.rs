@@ -995,9 +995,7 @@ async fn an_install_killed_after_any_statement_is_finished_by_the_next_run() {
             ),
             "killed after {killed_after} statements"
         );
-        for drop in capcat_proto::schema::drop_schema(&t) {
-            live.exec(&drop.sql).await;
-        }
+        ok("drop", c.drop_schema().await);
     }
 
     // The descriptor tables stand with a row in one of them, the rest is
@@ -1076,9 +1074,7 @@ async fn two_processes_installing_one_catalog_at_once_both_succeed() {
             ok("ensure after both", first.ensure_schema().await),
             EnsureOutcome::Current { .. }
         ));
-        for drop in capcat_proto::schema::drop_schema(&tables) {
-            live.exec(&drop.sql).await;
-        }
+        ok("drop", first.drop_schema().await);
     }
     println!("outcomes seen: {outcomes:?}");
     live.finish().await;
