@@ -7,6 +7,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -1033,6 +1034,61 @@ async fn an_install_killed_after_any_statement_is_finished_by_the_next_run() {
     assert!(version > 0);
     let (_, seen) = walk(c, 10).await;
     assert_eq!(seen.len(), 4);
+    live.finish().await;
+}
+
+/// Two processes starting on one fresh catalog at once: each may read the
+/// other's install half made (an empty stamp table, some tables, no row),
+/// and each must finish it rather than refuse it or report a stamped
+/// catalog with objects missing. Several rounds, each on
+/// its own prefix, because how the two interleave is up to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_installing_one_catalog_at_once_both_succeed() {
+    let Some(live) = Live::start("install_race").await else {
+        return;
+    };
+    let base = live.tables().prefix().to_owned();
+    let mut outcomes = BTreeSet::new();
+    for round in 0..12 {
+        let tables = capcat_proto::Tables::new(&format!("{base}_{round}")).expect("a prefix");
+        // A process of its own: its own transport, on the round's prefix.
+        let process = || {
+            let transport = live.second_catalog(capcat_proto::Config::default());
+            Catalog::new(
+                Arc::clone(transport.transport()),
+                tables.clone(),
+                capcat_proto::Config::default(),
+            )
+        };
+        let (first, second) = (process(), process());
+        // The second starts a little later each round, so that some
+        // rounds find the first's install half made.
+        let stagger = Duration::from_millis(round * 4);
+        let (a, b) = tokio::join!(first.ensure_schema(), async {
+            tokio::time::sleep(stagger).await;
+            second.ensure_schema().await
+        });
+        for outcome in [a, b] {
+            let outcome = ok("a concurrent ensure", outcome);
+            // A stamp is written after every view, and the guard lists the
+            // objects after reading it, so a process that finds the other's
+            // stamp finds every view too: reporting one missing would mean
+            // it listed before it read the stamp (the race this guards).
+            if let EnsureOutcome::Current { recreated_views } = &outcome {
+                assert!(
+                    recreated_views.is_empty(),
+                    "a concurrent install reported views missing from a stamped catalog: {outcome}"
+                );
+            }
+            outcomes.insert(outcome.to_string());
+        }
+        assert!(matches!(
+            ok("ensure after both", first.ensure_schema().await),
+            EnsureOutcome::Current { .. }
+        ));
+        ok("drop", first.drop_schema().await);
+    }
+    println!("outcomes seen: {outcomes:?}");
     live.finish().await;
 }
 

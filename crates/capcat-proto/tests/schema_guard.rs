@@ -884,8 +884,9 @@ fn schema_ensure_on_a_current_catalog_reinstalls_the_views_and_reports_the_missi
         issued,
         [
             "schema.read_tables",
-            "schema.read_columns",
             "schema.read_stamp",
+            "schema.read_tables",
+            "schema.read_columns",
             "schema.count_membership",
             "schema.create_capture_view",
             "schema.create_pack_inventory_view"
@@ -927,8 +928,9 @@ fn schema_ensure_counts_membership_even_under_an_empty_stamp() {
         issued,
         [
             "schema.read_tables",
-            "schema.read_columns",
             "schema.read_stamp",
+            "schema.read_tables",
+            "schema.read_columns",
             "schema.count_membership"
         ]
     );

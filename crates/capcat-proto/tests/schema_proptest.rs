@@ -177,7 +177,9 @@ proptest! {
         let mut machine = EnsureSchema::new(tables());
         let mut answers = answers.into_iter();
         let mut issued = Vec::new();
-        let bound = 4 + CatalogObject::ALL.len() + 1;
+        // Five probes (tables, stamp, tables again, columns, membership),
+        // every object, and the stamp row.
+        let bound = 5 + CatalogObject::ALL.len() + 1;
         let mut outcome = None;
         for _ in 0..=bound {
             match machine.poll() {

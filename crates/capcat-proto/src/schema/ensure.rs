@@ -51,19 +51,27 @@ impl std::fmt::Display for EnsureOutcome {
     }
 }
 
+/// Where the machine is, named by the answer it waits for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum State {
-    ReadTables,
+    /// The first listing of our objects: does the stamp table exist?
+    ListTables,
+    /// The stamp, read before the objects it vouches for.
+    ReadStamp,
+    /// The objects, listed again after the stamp was read.
+    RelistTables {
+        stamp: StampState,
+    },
+    /// The columns of the objects listed.
     ReadColumns {
         objects: BTreeMap<String, ObservedObject>,
+        stamp: StampState,
     },
-    ReadStamp {
-        objects: BTreeMap<String, ObservedObject>,
-        columns: BTreeMap<String, BTreeSet<String>>,
-    },
+    /// The membership counts, read only when the verdict needs them.
     CountMembership {
         observed: Observed,
     },
+    /// The DDL the verdict calls for, in order.
     Apply {
         queue: VecDeque<Statement>,
         outcome: EnsureOutcome,
@@ -73,13 +81,23 @@ enum State {
 
 /// The `ensure_schema` machine.
 ///
-/// Statements, in order: `schema.read_tables`, `schema.read_columns`,
-/// `schema.read_stamp` (only when the stamp table exists),
-/// `schema.count_membership` (only when every table is present and in
-/// shape), then the DDL the verdict calls for: everything and
+/// Statements, in order: `schema.read_tables`; when it lists the stamp
+/// table, `schema.read_stamp` and `schema.read_tables` again; then
+/// `schema.read_columns`, `schema.count_membership` (only when every table
+/// is present and in shape), then the DDL the verdict calls for: everything and
 /// `schema.stamp` for a fresh or unfinished install, every view (`CREATE OR
 /// REPLACE`) for a current catalog. Nothing is created before the verdict,
 /// so a refused catalog is left exactly as it was found.
+///
+/// The objects judged are listed after the stamp is read, never before.
+/// The stamp row is the last statement of an install, so a stamp read
+/// current vouches for every object created before it, and a later listing
+/// sees them all. Listed the other way round, a process that found another
+/// process's install half made and then read its finished stamp would see
+/// a stamped catalog with tables missing, and refuse a catalog that is
+/// whole. When the first listing shows no stamp table, no object of ours
+/// from this build's install existed then (the stamp table is created
+/// first), so that listing is judged as it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EnsureSchema {
     tables: Tables,
@@ -91,15 +109,17 @@ impl EnsureSchema {
     pub fn new(tables: Tables) -> Self {
         Self {
             tables,
-            state: State::ReadTables,
+            state: State::ListTables,
         }
     }
 
     fn current_statement(&self) -> Option<Statement> {
         match &self.state {
-            State::ReadTables => Some(probe::read_tables(&self.tables)),
+            State::ListTables | State::RelistTables { .. } => {
+                Some(probe::read_tables(&self.tables))
+            }
+            State::ReadStamp => Some(probe::read_stamp(&self.tables)),
             State::ReadColumns { .. } => Some(probe::read_columns(&self.tables)),
-            State::ReadStamp { .. } => Some(probe::read_stamp(&self.tables)),
             State::CountMembership { .. } => Some(probe::count_membership(&self.tables)),
             State::Apply { queue, .. } => queue.front().cloned(),
             State::Done(_) => None,
@@ -158,34 +178,34 @@ impl EnsureSchema {
     }
 
     fn on_rows(&mut self, rows: Rows) -> Result<(), SchemaError> {
-        let state = std::mem::replace(&mut self.state, State::ReadTables);
+        let state = std::mem::replace(&mut self.state, State::ListTables);
         self.state = match state {
-            State::ReadTables => State::ReadColumns {
-                objects: probe::parse_tables(&rows)?,
-            },
-            State::ReadColumns { objects } => {
-                let columns = probe::parse_columns(&rows)?;
+            State::ListTables => {
+                let objects = probe::parse_tables(&rows)?;
                 let stamp_table = CatalogObject::SchemaVersion.name(&self.tables);
                 let stamp_is_table = objects
                     .get(&stamp_table)
                     .is_some_and(|o| ObjectKind::Table.matches_engine(&o.engine));
                 if stamp_is_table {
-                    State::ReadStamp { objects, columns }
+                    State::ReadStamp
                 } else {
-                    self.decide(Observed {
+                    State::ReadColumns {
                         objects,
-                        columns,
                         stamp: StampState::Absent,
-                        membership: None,
-                    });
-                    return Ok(());
+                    }
                 }
             }
-            State::ReadStamp { objects, columns } => {
-                let stamp = probe::parse_stamp(&rows)?;
+            State::ReadStamp => State::RelistTables {
+                stamp: probe::parse_stamp(&rows)?,
+            },
+            State::RelistTables { stamp } => State::ReadColumns {
+                objects: probe::parse_tables(&rows)?,
+                stamp,
+            },
+            State::ReadColumns { objects, stamp } => {
                 self.decide(Observed {
                     objects,
-                    columns,
+                    columns: probe::parse_columns(&rows)?,
                     stamp,
                     membership: None,
                 });
