@@ -894,6 +894,48 @@ fn schema_ensure_on_a_current_catalog_reinstalls_the_views_and_reports_the_missi
     );
 }
 
+/// Another process's install finished between the first listing and the
+/// stamp read: the first listing holds the stamp table and nothing else,
+/// the stamp is current, and the listing after it holds every object. The
+/// verdict is the later listing's (a whole, current catalog), never the
+/// first's, which would be a stamped catalog with tables missing.
+#[test]
+fn schema_ensure_judges_the_listing_taken_after_the_stamp() {
+    let t = tables();
+    let stamp_table_only: Vec<(String, String, String)> = current_table_rows(&t)
+        .into_iter()
+        .filter(|(name, _, _)| *name == t.schema_version())
+        .collect();
+    assert_eq!(stamp_table_only.len(), 1);
+    let mut listings = vec![stamp_table_only, current_table_rows(&t)].into_iter();
+    let (issued, outcome) = drive(|name| match name {
+        "schema.read_tables" => Input::Rows(table_rows(
+            &listings
+                .next()
+                .expect("the machine lists the objects twice"),
+        )),
+        "schema.read_columns" => Input::Rows(column_rows(&current_column_rows(&t))),
+        "schema.read_stamp" => Input::Rows(Rows(vec![vec![Value::UInt64(SCHEMA_VERSION)]])),
+        "schema.count_membership" => counts_row(5, 5),
+        _ => Input::Rows(Rows::empty()),
+    });
+    assert_eq!(
+        outcome,
+        Ok(EnsureOutcome::Current {
+            recreated_views: BTreeSet::new()
+        })
+    );
+    assert_eq!(
+        &issued[..4],
+        [
+            "schema.read_tables",
+            "schema.read_stamp",
+            "schema.read_tables",
+            "schema.read_columns"
+        ]
+    );
+}
+
 #[test]
 fn schema_ensure_refuses_without_issuing_any_ddl() {
     let t = tables();
