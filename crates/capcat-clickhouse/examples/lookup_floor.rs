@@ -2,9 +2,9 @@
 //! whole call, the reader's statement alone, and the floors it is made of
 //! (planning with the pinned subqueries, finding the ids by primary key,
 //! reading every column of the rows found). 50,000 captures in 16 packs,
-//! one published snapshot, ids drawn at random over the table, as in the
-//! catalog bench. A measurement binary (no assertions); docs/benchmarks.md
-//! quotes it.
+//! one published snapshot, ids drawn at random over the table: the catalog
+//! bench's own workload (`benches/support/workload.rs`). A measurement
+//! binary (no assertions); docs/benchmarks.md quotes it.
 //!
 //! ```text
 //! CAPCAT_LIBCHDB=... cargo run --release -p capcat-clickhouse --example lookup_floor
@@ -15,11 +15,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capcat_clickhouse::{Catalog, Transport};
-use capcat_proto::descriptor::{Locator, SummaryColumns};
-use capcat_proto::{CaptureDescriptor, Column, ColumnType, Expect, Statement};
+use capcat_proto::{Column, ColumnType, Expect, Statement};
 use uuid::Uuid;
 
-const TENANT: &str = "floor";
+#[path = "../benches/support/workload.rs"]
+mod workload;
+
+use workload::{TENANT, batch};
+
 /// Rounds measured per figure, after `WARM` unmeasured ones.
 const ROUNDS: usize = 25;
 const WARM: usize = 3;
@@ -29,38 +32,6 @@ const COLUMNS: &str = "experiment_id, run_id, captured_at_ns, store_id, pack_id,
     index_version, step, tensor_name, dtype, shape, summary_version, element_count, \
     minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, \
     payload_length, payload_sha256";
-
-fn descriptor(n: u64, pack: Uuid) -> CaptureDescriptor {
-    CaptureDescriptor {
-        tenant_id: TENANT.to_owned(),
-        experiment_id: format!("exp{}", n % 4),
-        run_id: format!("run{}", n % 8),
-        captured_at_ns: 1_700_000_000_000_000_000 + n * 1_000,
-        capture_id: Uuid::new_v4(),
-        locator: Locator {
-            store_id: "store-a".to_owned(),
-            pack_id: pack,
-            payload_offset: n * 1792,
-            payload_length: 1792,
-            payload_sha256: format!("{n:064x}"),
-        },
-        index_version: 0,
-        step: n / 16,
-        tensor_name: format!("model.layers.{}.mlp.down_proj", n % 24),
-        dtype: "bf16".to_owned(),
-        shape: vec![1, 896],
-        summary: SummaryColumns {
-            summary_version: 2,
-            element_count: 896,
-            minimum: (-1.5).into(),
-            maximum: 1.5.into(),
-            mean: 0.01.into(),
-            l2_norm: 12.0.into(),
-            abs_max: 1.5.into(),
-            zero_fraction: 0.0.into(),
-        },
-    }
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -105,11 +76,8 @@ async fn main() {
     let transport: Arc<dyn Transport> = Arc::clone(catalog.transport());
     let tables = catalog.tables().clone();
     let mut lease = catalog.acquire_lease("floor").await.expect("lease");
-    let mut rows = Vec::with_capacity(50_000);
-    for p in 0..16u64 {
-        let pack = Uuid::new_v4();
-        rows.extend((0..3125).map(|i| descriptor(p * 3125 + i, pack)));
-    }
+    // The catalog bench's search catalog: 50,000 captures in 16 packs.
+    let rows = batch(16, 3125, 0);
     let ids: Vec<Uuid> = rows.iter().map(|d| d.capture_id).collect();
     catalog.index(&mut lease, rows).await.expect("index 50,000");
     let pinned = catalog.pin().await.expect("pin");
