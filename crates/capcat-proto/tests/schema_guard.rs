@@ -863,16 +863,26 @@ fn schema_ensure_on_a_fresh_server_creates_everything_and_stamps_last() {
     assert_eq!(issued, expected);
 }
 
+/// What a whole catalog stamped with this build's version answers to
+/// every probe but the listing (which each test gives itself): every
+/// required column, the current stamp, counted membership, and nothing to
+/// the DDL.
+fn stamped_catalog_answer(t: &Tables, statement: &str) -> Input {
+    match statement {
+        "schema.read_columns" => Input::Rows(column_rows(&current_column_rows(t))),
+        "schema.read_stamp" => Input::Rows(Rows(vec![vec![Value::UInt64(SCHEMA_VERSION)]])),
+        "schema.count_membership" => counts_row(5, 5),
+        _ => Input::Rows(Rows::empty()),
+    }
+}
+
 #[test]
 fn schema_ensure_on_a_current_catalog_reinstalls_the_views_and_reports_the_missing_one() {
     let t = tables();
     let rows = without(&current_table_rows(&t), &t.capture_view());
     let (issued, outcome) = drive(|name| match name {
         "schema.read_tables" => Input::Rows(table_rows(&rows)),
-        "schema.read_columns" => Input::Rows(column_rows(&current_column_rows(&t))),
-        "schema.read_stamp" => Input::Rows(Rows(vec![vec![Value::UInt64(SCHEMA_VERSION)]])),
-        "schema.count_membership" => counts_row(5, 5),
-        _ => Input::Rows(Rows::empty()),
+        other => stamped_catalog_answer(&t, other),
     });
     assert_eq!(
         outcome,
@@ -914,10 +924,7 @@ fn schema_ensure_judges_the_listing_taken_after_the_stamp() {
                 .next()
                 .expect("the machine lists the objects twice"),
         )),
-        "schema.read_columns" => Input::Rows(column_rows(&current_column_rows(&t))),
-        "schema.read_stamp" => Input::Rows(Rows(vec![vec![Value::UInt64(SCHEMA_VERSION)]])),
-        "schema.count_membership" => counts_row(5, 5),
-        _ => Input::Rows(Rows::empty()),
+        other => stamped_catalog_answer(&t, other),
     });
     assert_eq!(
         outcome,
