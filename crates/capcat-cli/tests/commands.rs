@@ -736,6 +736,22 @@ fn every_key_of_a_config_file_is_effective_unless_a_flag_or_the_environment_sets
     }
 }
 
+/// A catalog URL the transport would refuse is refused by `settings`
+/// too, before anything opens: plain HTTP off this machine without
+/// `allow_insecure_http` used to print as a valid setting and fail only
+/// when a command connected.
+#[test]
+fn settings_refuses_a_plain_http_catalog_off_this_machine() {
+    let (ok, said) = capcat_bare(&["--catalog", "http://10.0.0.7:8123", "settings"], &[]);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("catalog_url: catalog URL \"http://10.0.0.7:8123\" is plain HTTP"),
+        "{said}"
+    );
+    let (ok, said) = capcat_bare(&["--catalog", "http://127.0.0.1:8123", "settings"], &[]);
+    assert!(ok, "{said}");
+}
+
 /// Issue 16, settings silently ignored, as a user meets it: a file's
 /// `catalog_url` is the catalog a command opens (it used to open the
 /// embedded default instead), and a file's plain-HTTP `s3_endpoint` without

@@ -33,6 +33,16 @@ pub enum ConfigError {
         /// What the parser said (it names the line and the field).
         detail: String,
     },
+    /// `catalog_url` is not a URL the catalog's HTTP transport accepts (for
+    /// example plain `http://` to a host that is not loopback without
+    /// `allow_insecure_http`). Refused here so that `capcat settings` and a
+    /// service start say so before opening anything.
+    #[error("catalog_url: {source}")]
+    CatalogUrl {
+        /// What the transport's check refused.
+        #[source]
+        source: capcat_clickhouse::HttpError,
+    },
     /// Both `catalog_password` and `catalog_password_file` are set: which
     /// one is meant cannot be guessed.
     #[error("catalog_password and catalog_password_file are both set; keep one")]
@@ -435,6 +445,8 @@ impl ServiceConfig {
         }
         if let Some(url) = &self.catalog_url {
             endpoint("catalog_url", url)?;
+            capcat_clickhouse::Http::check_url(url, self.allow_insecure_http)
+                .map_err(|source| ConfigError::CatalogUrl { source })?;
         }
         if self.catalog_password.is_some() && self.catalog_password_file.is_some() {
             return Err(ConfigError::CatalogPasswordTwice);
@@ -663,6 +675,21 @@ mod tests {
             .is_ok()
         );
         assert!(with(|c| c.s3_endpoint = Some("https://s3.example".into())).is_ok());
+        // A plain catalog off this machine needs the flag, and the
+        // refusal names the transport's reason.
+        match with(|c| c.catalog_url = Some("http://10.0.0.7:8123".into())) {
+            Err(ConfigError::CatalogUrl {
+                source: capcat_clickhouse::HttpError::InsecureHttp { url },
+            }) => assert_eq!(url, "http://10.0.0.7:8123"),
+            other => panic!("a plain remote catalog was not refused: {other:?}"),
+        }
+        assert!(with(|c| c.catalog_url = Some("http://127.0.0.1:8123".into())).is_ok());
+        assert!(matches!(
+            with(|c| c.catalog_url = Some("https://user:pw@catalog.lan:8443".into())),
+            Err(ConfigError::CatalogUrl {
+                source: capcat_clickhouse::HttpError::BadUrl { .. }
+            })
+        ));
         // The flag may be there for a plain catalog beside an HTTPS store.
         assert!(
             with(|c| {

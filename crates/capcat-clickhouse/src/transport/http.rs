@@ -219,6 +219,19 @@ fn validate_url(url: &str, allow_insecure_http: bool) -> Result<Scheme, HttpErro
 }
 
 impl Http {
+    /// Checks a catalog URL the way [`Http::new`] does, without building a
+    /// transport: `http://` or `https://` with a host, no credentials, no
+    /// query string, and plain HTTP only to a loopback host unless
+    /// `allow_insecure_http`. A configuration validates its URL with this,
+    /// so a bad one is refused before anything is opened.
+    ///
+    /// # Errors
+    /// [`HttpError::BadUrl`], [`HttpError::UnsupportedScheme`] or
+    /// [`HttpError::InsecureHttp`].
+    pub fn check_url(url: &str, allow_insecure_http: bool) -> Result<(), HttpError> {
+        validate_url(url, allow_insecure_http).map(|_scheme| ())
+    }
+
     /// A transport to the server at `url` (`https://host:port`, or
     /// `http://` on loopback or with `allow_insecure_http`).
     ///
