@@ -1,10 +1,14 @@
 //! Where a `get_by_ids` lookup's time goes on the embedded engine: the
 //! whole call, the reader's statement alone, and the floors it is made of
 //! (planning with the pinned subqueries, finding the ids by primary key,
-//! reading every column of the rows found). 50,000 captures in 16 packs,
-//! one published snapshot, ids drawn at random over the table: the catalog
-//! bench's own workload (`benches/support/workload.rs`). A measurement
-//! binary (no assertions); docs/benchmarks.md quotes it.
+//! reading every column of the rows found). Beside them, the same lookup
+//! resolved as a page resolves (one `argMax` over a tuple, unpacked by an
+//! outer query) instead of keeping the winning row with `LIMIT 1 BY`: the
+//! two must return the same rows (checked), and the difference is what the
+//! lookup's form saves. 50,000 captures in 16 packs, one published
+//! snapshot, ids drawn at random over the table: the catalog bench's own
+//! workload (`benches/support/workload.rs`). A measurement binary;
+//! docs/benchmarks.md quotes it.
 //!
 //! ```text
 //! CAPCAT_LIBCHDB=... cargo run --release -p capcat-clickhouse --example lookup_floor
@@ -15,6 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capcat_clickhouse::{Catalog, Transport};
+use capcat_proto::descriptor::CAPTURE_IDENTITY;
+use capcat_proto::reader::projection;
+use capcat_proto::statement::Rows;
 use capcat_proto::{Column, ColumnType, Expect, Statement};
 use uuid::Uuid;
 
@@ -86,9 +93,10 @@ async fn main() {
     println!(
         "| ids | `resolve` (head check + statement + decode) | the reader's statement | \
          its planning and pinned subqueries (`AND 0`) | the ids by primary key, no column read | \
-         every column of those rows read | the same under the pinned conditions |"
+         every column of those rows read | the same under the pinned conditions | \
+         the statement resolved with `argMax` instead |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for count in [1usize, 100, 1_000] {
         let chosen: BTreeSet<Uuid> = ids.iter().skip(777).take(count).copied().collect();
         let plan = capcat_proto::reader::get_by_ids(&tables, TENANT, &chosen, pinned)
@@ -99,7 +107,8 @@ async fn main() {
         let sql = &statement.sql;
         let (from, to) = (
             sql.find("WHERE").expect("a WHERE"),
-            sql.find("GROUP BY").expect("a GROUP BY"),
+            sql.find("\n    ORDER BY")
+                .expect("the ORDER BY of LIMIT 1 BY"),
         );
         let pinned_where = sql[from..to].to_owned();
         let ids_where =
@@ -120,6 +129,34 @@ async fn main() {
         let read = variant(
             &statement,
             format!("SELECT sum(cityHash64({COLUMNS})) AS h FROM {by_id} {ids_where}"),
+        );
+        // The page's resolution over the lookup's own conditions: the
+        // statement a lookup was before it kept whole rows.
+        let aggregated = {
+            let mut v = statement.clone();
+            let identity = CAPTURE_IDENTITY.join(", ");
+            v.sql = format!(
+                "SELECT {}\nFROM (\n    SELECT {}\n    FROM {by_id}\n    {pinned_where}\n    \
+                 GROUP BY {identity}\n)\nORDER BY {identity}",
+                projection::outer_select_list(),
+                projection::inner_select_list(),
+            );
+            v
+        };
+        let sorted = |rows: Rows| {
+            let mut rows: Vec<String> = rows.0.iter().map(|row| format!("{row:?}")).collect();
+            rows.sort();
+            rows
+        };
+        assert_eq!(
+            sorted(transport.execute(&statement).await.expect("the lookup")),
+            sorted(
+                transport
+                    .execute(&aggregated)
+                    .await
+                    .expect("the aggregated lookup")
+            ),
+            "keeping the winning row and aggregating resolve alike"
         );
         let read_pinned = variant(
             &statement,
@@ -147,13 +184,14 @@ async fn main() {
         })
         .await;
         println!(
-            "| {count} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+            "| {count} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
             ms(whole),
             ms(median(run(statement.clone())).await),
             ms(median(run(planning)).await),
             ms(median(run(found)).await),
             ms(median(run(read)).await),
             ms(median(run(read_pinned)).await),
+            ms(median(run(aggregated)).await),
         );
     }
     lease.release().await.expect("release");

@@ -122,17 +122,14 @@ fn reader_golden_get_by_ids() {
     let statements = get_by_ids(&tables(), "acme", &ids, 7).expect("valid lookup");
     assert_eq!(statements.len(), 1);
     expect![[r#"
-        SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, tupleElement(resolved, 1) AS store_id, tupleElement(resolved, 2) AS pack_id, tupleElement(resolved, 3) AS index_version, tupleElement(resolved, 4) AS step, tupleElement(resolved, 5) AS tensor_name, tupleElement(resolved, 6) AS dtype, arrayStringConcat(arrayMap(x -> toString(x), tupleElement(resolved, 7)), ',') AS shape, tupleElement(resolved, 8) AS summary_version, tupleElement(resolved, 9) AS element_count, reinterpretAsUInt64(tupleElement(resolved, 10)) AS minimum, reinterpretAsUInt64(tupleElement(resolved, 11)) AS maximum, reinterpretAsUInt64(tupleElement(resolved, 12)) AS mean, reinterpretAsUInt64(tupleElement(resolved, 13)) AS l2_norm, reinterpretAsUInt64(tupleElement(resolved, 14)) AS abs_max, reinterpretAsUInt64(tupleElement(resolved, 15)) AS zero_fraction, tupleElement(resolved, 16) AS payload_offset, tupleElement(resolved, 17) AS payload_length, tupleElement(resolved, 18) AS payload_sha256
-        FROM (
-            SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, argMax(tuple(store_id, pack_id, index_version, step, tensor_name, dtype, shape, summary_version, element_count, minimum, maximum, mean, l2_norm, abs_max, zero_fraction, payload_offset, payload_length, payload_sha256), tuple(index_version, store_id, pack_id)) AS resolved
+        SELECT tenant_id, experiment_id, run_id, captured_at_ns, capture_id, store_id, pack_id, index_version, step, tensor_name, dtype, arrayStringConcat(arrayMap(x -> toString(x), shape), ',') AS shape, summary_version, element_count, reinterpretAsUInt64(minimum) AS minimum, reinterpretAsUInt64(maximum) AS maximum, reinterpretAsUInt64(mean) AS mean, reinterpretAsUInt64(l2_norm) AS l2_norm, reinterpretAsUInt64(abs_max) AS abs_max, reinterpretAsUInt64(zero_fraction) AS zero_fraction, payload_offset, payload_length, payload_sha256
             FROM cc_capture_by_id
             WHERE tenant_id = {tenant_id:String}
               AND capture_id IN {capture_ids:Array(UUID)}
               AND index_version IN (SELECT index_version FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64})
               AND (store_id, pack_id) IN (SELECT store_id, pack_id FROM cc_snapshot_manifest WHERE (index_version, publish_id) IN (SELECT index_version, publish_id FROM cc_index_watermark WHERE index_version <= {pinned_version:UInt64}))
-            GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id
-        )
-        ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id"#]].assert_eq(&statements[0].sql);
+            ORDER BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id, index_version DESC, store_id DESC, pack_id DESC
+            LIMIT 1 BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id"#]].assert_eq(&statements[0].sql);
 }
 
 #[test]
@@ -175,19 +172,16 @@ fn reader_the_projection_is_one_arg_max_over_a_tuple_with_the_tuple_ordering_key
         "argMax(tuple({}), tuple(index_version, store_id, pack_id))",
         resolved.join(", ")
     );
-    let ids = BTreeSet::from([Uuid::from_u128(1)]);
-    let lookup = get_by_ids(&tables(), "acme", &ids, 7).expect("valid lookup");
     let page = search_page(&tables(), &tenant_query(), 7).expect("valid query");
-    for sql in [&page.sql, &lookup[0].sql] {
-        assert_eq!(sql.matches("argMax(").count(), 1, "{sql}");
-        assert!(sql.contains(&aggregate), "{sql}");
-        // Grouping columns project directly, outside the aggregate.
-        assert!(
-            sql.contains("GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id"),
-            "{sql}"
-        );
-        assert!(!sql.contains("argMax(tuple(tenant_id"), "{sql}");
-    }
+    let sql = &page.sql;
+    assert_eq!(sql.matches("argMax(").count(), 1, "{sql}");
+    assert!(sql.contains(&aggregate), "{sql}");
+    // Grouping columns project directly, outside the aggregate.
+    assert!(
+        sql.contains("GROUP BY tenant_id, experiment_id, run_id, captured_at_ns, capture_id"),
+        "{sql}"
+    );
+    assert!(!sql.contains("argMax(tuple(tenant_id"), "{sql}");
     // Every descriptor column is either grouped or resolved, exactly once.
     let grouped: BTreeSet<&str> = CAPTURE_COLUMNS
         .iter()
@@ -272,6 +266,48 @@ fn reader_filters_read_only_immutable_columns() {
                 column.name
             );
         }
+    }
+}
+
+/// A lookup keeps, of each capture's rows, the row the page's `argMax`
+/// would pick: ordered by the same tuple, highest first, one row per
+/// identity, kept whole (no per-column choice, so no mixed row).
+#[test]
+fn reader_a_lookup_keeps_the_row_the_page_aggregate_picks() {
+    let ids = BTreeSet::from([Uuid::from_u128(1)]);
+    let lookup = get_by_ids(&tables(), "acme", &ids, 7).expect("valid lookup");
+    let sql = &lookup[0].sql;
+    let identity = "tenant_id, experiment_id, run_id, captured_at_ns, capture_id";
+    assert!(
+        sql.contains(&format!(
+            "\n    ORDER BY {identity}, index_version DESC, store_id DESC, pack_id DESC\n    \
+             LIMIT 1 BY {identity}"
+        )),
+        "{sql}"
+    );
+    assert_eq!(
+        capcat_proto::descriptor::RESOLUTION_ORDER,
+        ["index_version", "store_id", "pack_id"]
+    );
+    assert!(!sql.contains("argMax("), "{sql}");
+    assert!(!sql.contains("GROUP BY"), "{sql}");
+    // One query, no outer one: the row is selected (converted) as it is
+    // kept, every result column once, named as the rows decode.
+    assert!(
+        sql.starts_with(&format!(
+            "SELECT {}\n    FROM cc_capture_by_id\n    WHERE ",
+            capcat_proto::reader::projection::row_select_list()
+        )),
+        "{sql}"
+    );
+    assert!(sql.ends_with(&format!("LIMIT 1 BY {identity}")), "{sql}");
+    let list = capcat_proto::reader::projection::row_select_list();
+    for column in result_columns() {
+        let named = list
+            .split(", ")
+            .filter(|item| *item == column.name || item.ends_with(&format!(" AS {}", column.name)))
+            .count();
+        assert_eq!(named, 1, "{} in {list}", column.name);
     }
 }
 

@@ -124,13 +124,19 @@ pub fn read_back(tables: &Tables, sql: &str) -> Option<ReadBack> {
 }
 
 /// The top-level conjuncts of a reader statement's inner WHERE clause
-/// (capcat-proto joins them with one separator; see `reader::plan`).
+/// (capcat-proto joins them with one separator; see `reader::plan`). The
+/// clause ends at the inner query's next clause: a page's `GROUP BY`, a
+/// lookup's `ORDER BY` (it keeps whole rows with `LIMIT 1 BY`).
 fn reader_conjuncts(sql: &str) -> Vec<&str> {
     let Some(start) = sql.find("\n    WHERE ") else {
         return Vec::new();
     };
     let rest = &sql[start + "\n    WHERE ".len()..];
-    let end = rest.find("\n    GROUP BY").unwrap_or(rest.len());
+    let end = ["\n    GROUP BY", "\n    ORDER BY"]
+        .iter()
+        .filter_map(|clause| rest.find(clause))
+        .min()
+        .unwrap_or(rest.len());
     rest[..end].split("\n      AND ").collect()
 }
 
@@ -628,6 +634,66 @@ mod tests {
             guards(&tables(), &commit_row(Design::TwoSubqueryFence).sql).fence,
             Fence::TwoReads
         );
+    }
+
+    /// The model's reader reads a page; a lookup carries the same pinned
+    /// conditions, and the engine must read them alike whatever follows the
+    /// WHERE clause (a page's `GROUP BY`, a lookup's `ORDER BY ... LIMIT 1
+    /// BY`), under every design that rewrites them.
+    #[test]
+    fn the_engine_reads_the_same_pinned_conditions_in_a_page_and_a_lookup() {
+        use capcat_proto::reader::{SearchFilter, SearchQuery, get_by_ids, search_page};
+
+        let t = tables();
+        let cfg = Config::default();
+        let ids = BTreeSet::from([Uuid::from_u128(7)]);
+        let mut lookup = get_by_ids(&t, "acme", &ids, 3).expect("a lookup");
+        assert_eq!(lookup.len(), 1);
+        let lookup = lookup.remove(0);
+        let query = SearchQuery {
+            filter: SearchFilter {
+                tenant_id: "acme".to_owned(),
+                ..SearchFilter::default()
+            },
+            ..SearchQuery::default()
+        };
+        let page = search_page(&t, &query, 3).expect("a page");
+        for (design, bound, member) in [
+            (Design::Shipped, RowBound::Published, Membership::Paired),
+            (
+                Design::UnpublishedRowsResolve,
+                RowBound::AtOrBelow,
+                Membership::Paired,
+            ),
+            (Design::RowsAbovePinned, RowBound::None, Membership::Paired),
+            (
+                Design::MembershipOnVersionAlone,
+                RowBound::Published,
+                Membership::VersionOnly,
+            ),
+        ] {
+            for stmt in [&page, &lookup] {
+                let read = design.rewrite(stmt.clone(), &t, &cfg);
+                assert_eq!(row_bound(&t, &read.sql), bound, "{design:?}: {}", read.sql);
+                assert_eq!(
+                    membership(&t, &read.sql),
+                    member,
+                    "{design:?}: {}",
+                    read.sql
+                );
+            }
+        }
+        // The clause ends where the inner query's next clause begins: the
+        // last conjunct is the membership predicate, nothing after it.
+        for stmt in [&page, &lookup] {
+            let conjuncts = reader_conjuncts(&stmt.sql);
+            assert_eq!(
+                conjuncts.last().copied(),
+                Some(fragments::membership_predicate(&t, MembershipBound::Pinned).as_str()),
+                "{}",
+                stmt.sql
+            );
+        }
     }
 
     #[test]

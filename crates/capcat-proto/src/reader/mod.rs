@@ -5,9 +5,11 @@
 //! a manifest row paired on `(index_version, publish_id)` with a
 //! commit row at or below W ([`crate::fragments::membership_predicate`], the same
 //! predicate the public `{p}_capture` view uses), so a pinned snapshot can
-//! never grow. Rows are grouped on capture identity and resolved by ONE
-//! `argMax(tuple(<every resolved column>), tuple(index_version, store_id,
-//! pack_id))` (see [`projection`]). Filters run before aggregation, only on
+//! never grow. Of each capture's rows one whole row wins, the highest by
+//! `(index_version, store_id, pack_id)`: a page groups on capture identity
+//! and resolves with ONE `argMax(tuple(<every resolved column>),
+//! tuple(index_version, store_id, pack_id))`, a lookup keeps that row with
+//! `LIMIT 1 BY` (see [`projection`]). Filters run before resolution, only on
 //! immutable columns. Pages advance with a STRICT keyset comparison.
 //!
 //! The immutability rule this rests on: `(tenant_id, capture_id)` identifies
