@@ -85,6 +85,25 @@ fn write_descriptors(engine: &Engine, tables: &Tables, rows: Vec<CaptureDescript
     );
 }
 
+/// Writes one descriptor row for each of `ids`, all in `pack_id` of
+/// `store` at `version`, every payload at `offset`.
+fn describe_all(
+    engine: &Engine,
+    t: &Tables,
+    ids: &[u128],
+    (store, pack_id): (&str, Uuid),
+    version: u64,
+    offset: u64,
+) {
+    write_descriptors(
+        engine,
+        t,
+        ids.iter()
+            .map(|i| descriptor(*i, store, pack_id, version, offset))
+            .collect(),
+    );
+}
+
 /// Stands in for a publish that landed: manifest rows and the commit row
 /// of the same publish. (The publish machine's own live tests cover how
 /// those rows get there; here only their meaning to a reader matters.)
@@ -131,6 +150,34 @@ fn lookup(engine: &Engine, t: &Tables, ids: &[u128], w: u64) -> Vec<CaptureDescr
     found.records.into_values().collect()
 }
 
+/// The first page (of up to 10) of tenant `acme`: pinned at the published
+/// head by the page itself when `pinned` is `None`, else at `pinned`
+/// through a cursor before the tenant's first capture.
+fn page_from_start(engine: &Engine, t: &Tables, pinned: Option<u64>) -> Vec<CaptureDescriptor> {
+    let cursor = pinned.map(|pinned| Cursor {
+        pinned,
+        tenant_id: "acme".to_owned(),
+        experiment_id: String::new(),
+        run_id: String::new(),
+        captured_at_ns: 0,
+        capture_id: Uuid::nil(),
+    });
+    let query = SearchQuery {
+        filter: SearchFilter {
+            tenant_id: "acme".to_owned(),
+            ..SearchFilter::default()
+        },
+        cursor,
+        page_size: PageSize::new(10).expect("in range"),
+    };
+    drive(
+        engine,
+        &mut SearchPage::new(t.clone(), query).expect("valid"),
+    )
+    .expect("page runs")
+    .records
+}
+
 fn fresh(engine: &Engine, prefix: &str) -> Tables {
     let t = Tables::new(prefix).expect("valid prefix");
     assert_eq!(ensure(engine, &t), Ok(EnsureOutcome::Created));
@@ -156,29 +203,9 @@ fn reader_live_a_mirror_with_the_same_pack_id_stays_out_of_an_earlier_snapshot()
     assert_eq!(at_1.len(), 1);
     assert_eq!(at_1[0].locator.store_id, "store-a");
     // The search path pins through a cursor and must agree.
-    let cursor = Cursor {
-        pinned: 1,
-        tenant_id: "acme".to_owned(),
-        experiment_id: String::new(),
-        run_id: String::new(),
-        captured_at_ns: 0,
-        capture_id: Uuid::nil(),
-    };
-    let query = SearchQuery {
-        filter: SearchFilter {
-            tenant_id: "acme".to_owned(),
-            ..SearchFilter::default()
-        },
-        cursor: Some(cursor),
-        page_size: PageSize::new(10).expect("in range"),
-    };
-    let page = drive(
-        engine,
-        &mut SearchPage::new(t.clone(), query).expect("valid"),
-    )
-    .expect("page runs");
-    assert_eq!(page.records.len(), 1);
-    assert_eq!(page.records[0].locator.store_id, "store-a");
+    let page = page_from_start(engine, &t, Some(1));
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].locator.store_id, "store-a");
     // At W = 2 the later publish supersedes.
     assert_eq!(lookup(engine, &t, &[1], 2)[0].locator.store_id, "store-b");
 }
@@ -217,20 +244,8 @@ fn reader_live_a_tie_at_one_version_resolves_to_one_whole_pack_before_and_after_
     let t = fresh(engine, "rl_tie");
     // One index pass, one version, two packs describing the same captures.
     let ids: Vec<u128> = (1..=20).collect();
-    write_descriptors(
-        engine,
-        &t,
-        ids.iter()
-            .map(|i| descriptor(*i, "s", pack(1), 5, 100))
-            .collect(),
-    );
-    write_descriptors(
-        engine,
-        &t,
-        ids.iter()
-            .map(|i| descriptor(*i, "s", pack(2), 5, 200))
-            .collect(),
-    );
+    describe_all(engine, &t, &ids, ("s", pack(1)), 5, 100);
+    describe_all(engine, &t, &ids, ("s", pack(2)), 5, 200);
     publish(engine, &t, 5, 0x55, &[("s", pack(1)), ("s", pack(2))]);
 
     let before = lookup(engine, &t, &ids, 5);
@@ -281,31 +296,11 @@ fn reader_live_a_later_version_supersedes_a_higher_store_and_pack() {
     };
     let t = fresh(engine, "rl_later");
     let ids: Vec<u128> = (1..=5).collect();
-    write_descriptors(
-        engine,
-        &t,
-        ids.iter()
-            .map(|i| descriptor(*i, "store-z", pack(9), 1, 100))
-            .collect(),
-    );
+    describe_all(engine, &t, &ids, ("store-z", pack(9)), 1, 100);
     publish(engine, &t, 1, 0xb1, &[("store-z", pack(9))]);
-    write_descriptors(
-        engine,
-        &t,
-        ids.iter()
-            .map(|i| descriptor(*i, "store-a", pack(1), 2, 200))
-            .collect(),
-    );
+    describe_all(engine, &t, &ids, ("store-a", pack(1)), 2, 200);
     publish(engine, &t, 2, 0xb2, &[("store-a", pack(1))]);
 
-    let query = SearchQuery {
-        filter: SearchFilter {
-            tenant_id: "acme".to_owned(),
-            ..SearchFilter::default()
-        },
-        cursor: None,
-        page_size: PageSize::new(10).expect("in range"),
-    };
     for (w, store, pack_id, offset) in [(1, "store-z", pack(9), 100), (2, "store-a", pack(1), 200)]
     {
         let found = lookup(engine, &t, &ids, w);
@@ -326,22 +321,10 @@ fn reader_live_a_later_version_supersedes_a_higher_store_and_pack() {
                 (offset, offset + 1)
             );
         }
-        let mut page = SearchPage::new(t.clone(), query.clone()).expect("valid");
-        // The first page pins the published head; read it at W by cursor
-        // for W = 1, as the mirror test does.
-        if w == 1 {
-            let mut at_1 = query.clone();
-            at_1.cursor = Some(Cursor {
-                pinned: 1,
-                tenant_id: "acme".to_owned(),
-                experiment_id: String::new(),
-                run_id: String::new(),
-                captured_at_ns: 0,
-                capture_id: Uuid::nil(),
-            });
-            page = SearchPage::new(t.clone(), at_1).expect("valid");
-        }
-        let records = drive(engine, &mut page).expect("page runs").records;
+        // W = 2 is the published head, which a first page pins itself;
+        // W = 1 is read through a cursor pinned there, as the mirror test
+        // does.
+        let records = page_from_start(engine, &t, (w == 1).then_some(1));
         assert_eq!(records.len(), ids.len(), "W = {w}");
         assert_eq!(
             records, found,

@@ -106,7 +106,7 @@ fn latest_row_sql(from: &str, conditions: &[String]) -> String {
         "SELECT {columns}\n    FROM {from}\n    WHERE {conditions}\n{tail}",
         columns = row_select_list(),
         conditions = conditions.join("\n      AND "),
-        tail = latest_row_tail("    "),
+        tail = latest_row_tail(),
     )
 }
 

@@ -56,16 +56,17 @@ pub fn resolution_aggregate() -> String {
 }
 
 /// `ORDER BY <identity>, index_version DESC, store_id DESC, pack_id DESC
-/// LIMIT 1 BY <identity>`: what follows a lookup's WHERE clause, keeping of
-/// each capture's rows the one [`resolution_aggregate`] would pick, whole.
-pub fn latest_row_tail(indent: &str) -> String {
+/// LIMIT 1 BY <identity>`, a clause a line, each indented as a lookup's
+/// other clauses are: what follows a lookup's WHERE clause, keeping of each
+/// capture's rows the one [`resolution_aggregate`] would pick, whole.
+pub fn latest_row_tail() -> String {
     let identity = CAPTURE_IDENTITY.join(", ");
     let order: Vec<String> = RESOLUTION_ORDER
         .iter()
         .map(|c| format!("{c} DESC"))
         .collect();
     format!(
-        "{indent}ORDER BY {identity}, {}\n{indent}LIMIT 1 BY {identity}",
+        "    ORDER BY {identity}, {}\n    LIMIT 1 BY {identity}",
         order.join(", ")
     )
 }
