@@ -32,6 +32,31 @@ pub fn crc64nvme(bytes: &[u8]) -> u64 {
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc64Nvme, bytes)
 }
 
+/// A CRC-64/NVME computed piece by piece ([`crc64nvme`] of the pieces in
+/// order, once finished).
+pub(crate) struct Crc64Nvme(crc_fast::Digest);
+
+impl Crc64Nvme {
+    pub(crate) fn new() -> Self {
+        Self(crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc64Nvme))
+    }
+
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The CRC of `head` followed by the pieces given so far: the head may
+    /// be finished after them (the CRC's combination rule).
+    pub(crate) fn finish_after(&self, head: &[u8]) -> u64 {
+        crc_fast::checksum_combine(
+            crc_fast::CrcAlgorithm::Crc64Nvme,
+            crc64nvme(head),
+            self.0.finalize(),
+            self.0.get_amount(),
+        )
+    }
+}
+
 impl fmt::Display for Sha256Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_hex())
@@ -129,6 +154,25 @@ mod tests {
     fn crc64nvme_matches_its_check_value() {
         // The catalogued check value of CRC-64/NVME.
         assert_eq!(crc64nvme(b"123456789"), 0xae8b_1486_0a79_9888);
+    }
+
+    #[test]
+    fn a_crc_taken_in_pieces_is_the_crc_of_head_and_pieces() {
+        let file: Vec<u8> = (0..5_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for head_len in [0, 1, 9, 100, 4_999, 5_000] {
+            let (head, data) = file.split_at(head_len);
+            for piece in [1, 3, 64, 1_792, 10_000] {
+                let mut crc = Crc64Nvme::new();
+                for chunk in data.chunks(piece) {
+                    crc.update(chunk);
+                }
+                assert_eq!(
+                    crc.finish_after(head),
+                    crc64nvme(&file),
+                    "{head_len} {piece}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::descriptor::FORMAT_VERSION;
-use crate::digest::{Sha256Digest, crc64nvme};
+use crate::digest::{Crc64Nvme, Sha256Digest};
 use crate::dtype::Dtype;
 use crate::encode::{self, EncodedRecord};
 use crate::error::PackError;
@@ -245,17 +245,21 @@ impl PackWriter {
         let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
         let data_start = bytes.len();
         let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
+        // The data section's CRC is taken payload by payload while each is
+        // in cache, and joined to the header's once the header is final.
+        let mut data_crc = Crc64Nvme::new();
         for &i in &order {
             let start = bytes.len();
             bytes.extend_from_slice(&self.records[i].payload);
             digests[i] = Sha256Digest::of(&bytes[start..]);
+            data_crc.update(&bytes[start..]);
         }
         let head = &mut bytes[..data_start];
         for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
             encode::fill_slot(head, *slot, digest);
         }
         let pack_sha256 = encode::seal_header(head);
-        let crc64nvme = crc64nvme(&bytes);
+        let crc64nvme = data_crc.finish_after(head);
         let data_start = LENGTH_PREFIX + skeleton.header_len;
         let records = self
             .records
