@@ -1,8 +1,14 @@
 //! A fast path for reading JSON exactly as the writer lays it out: the
-//! descriptor text (`encode::write_descriptor`, unescaped once) and the
-//! header around it (`encode::write_skeleton`): fields in their fixed
-//! order, compact JSON, strings without escapes (the descriptor inside the
-//! header escaped only as the writer escapes it).
+//! descriptor text (`encode::write_descriptor`) and the header around it
+//! (`encode::write_skeleton`): fields in their fixed order, compact JSON,
+//! strings without escapes (the descriptor inside the header escaped only
+//! as the writer escapes it).
+//!
+//! The descriptor is read where the header holds it, still escaped (every
+//! `"` of its JSON spelled `\"`), when no string value in it needs an
+//! escape of its own: then each value is spelled alike escaped or not, and
+//! nothing is copied out of the header. Otherwise the header's copy is
+//! unescaped once and the text parsed as it is.
 //!
 //! It accepts only that spelling and returns `None` for anything else, a
 //! valid but differently spelled text as well as an invalid one; the
@@ -47,40 +53,109 @@ pub(crate) struct DescriptorRef<'a> {
 /// Parses `text` if it is spelled exactly as the writer spells it; `None`
 /// otherwise.
 pub(crate) fn parse(text: &str) -> Option<DescriptorRef<'_>> {
-    let mut c = Cursor { text, at: 0 };
-    c.lit(br#"{"format_version":"#)?;
-    let format_version = c.number()?;
-    c.lit(br#","pack_id":"#)?;
-    let pack_id = c.uuid()?;
-    c.lit(br#","records":["#)?;
-    let mut records = Vec::new();
-    if !c.try_lit(b"]") {
-        // Each pass consumes one record or returns; the text is finite.
-        loop {
-            records.push(c.record()?);
-            if c.try_lit(b"]") {
-                break;
-            }
-            c.lit(b",")?;
-        }
-    }
-    c.lit(b"}")?;
-    (c.at == text.len()).then_some(DescriptorRef {
-        format_version,
-        pack_id,
-        records,
-    })
+    let mut c = Cursor::new(text);
+    let descriptor = c.descriptor()?;
+    c.at_end().then_some(descriptor)
+}
+
+/// Parses the descriptor where the header holds it, still escaped, starting
+/// at byte `start` of the header `text` (just after the `"` that opens the
+/// `capcat` value). Returns the descriptor and the index of the `"` that
+/// closes the value. `None` unless the escaped text is the writer's
+/// spelling with no escape inside a string value: the caller then
+/// unescapes the value and parses it as any other text.
+///
+/// On what it accepts it gives exactly what [`parse`] gives for the
+/// unescaped value, borrowing the same strings: a string value with no
+/// escape is spelled alike escaped or not.
+pub(crate) fn parse_in_header(text: &str, start: usize) -> Option<(DescriptorRef<'_>, usize)> {
+    let mut c = Cursor {
+        text,
+        at: start,
+        escaped: true,
+    };
+    let descriptor = c.descriptor()?;
+    (c.rest().first() == Some(&b'"')).then_some((descriptor, c.at))
 }
 
 /// A position in JSON text, read forward.
 pub(crate) struct Cursor<'a> {
     text: &'a str,
     at: usize,
+    /// True when the text is a JSON string's content, read without
+    /// unescaping it: every `"` of the JSON it holds is spelled `\"`.
+    escaped: bool,
+}
+
+/// A literal of descriptor JSON in both spellings: as the descriptor text
+/// spells it, and escaped once, as the header's copy of it does.
+#[derive(Clone, Copy)]
+pub(crate) struct Lit {
+    plain: &'static [u8],
+    escaped: &'static [u8],
+}
+
+/// The length of `text` with every `"` written `\"`.
+const fn escaped_len(text: &[u8]) -> usize {
+    let mut len = text.len();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == b'"' {
+            len += 1;
+        }
+        i += 1;
+    }
+    len
+}
+
+/// `text` with every `"` written `\"`; `N` is [`escaped_len`] of it.
+const fn escape_quotes<const N: usize>(text: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    let (mut i, mut o) = (0, 0);
+    while i < text.len() {
+        if text[i] == b'"' {
+            out[o] = b'\\';
+            o += 1;
+        }
+        out[o] = text[i];
+        o += 1;
+        i += 1;
+    }
+    out
+}
+
+/// A [`Lit`] from a literal with no `\\` in it, both spellings built at
+/// compile time.
+macro_rules! lit {
+    ($text:literal) => {{
+        const PLAIN: &[u8] = $text;
+        const LEN: usize = escaped_len(PLAIN);
+        const ESCAPED: [u8; LEN] = escape_quotes::<LEN>(PLAIN);
+        Lit {
+            plain: PLAIN,
+            escaped: &ESCAPED,
+        }
+    }};
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(text: &'a str) -> Self {
-        Self { text, at: 0 }
+        Self {
+            text,
+            at: 0,
+            escaped: false,
+        }
+    }
+
+    /// Where the cursor is: the index of the next byte to read.
+    pub(crate) fn position(&self) -> usize {
+        self.at
+    }
+
+    /// Moves the cursor to `at`, an index another cursor over the same
+    /// text reached.
+    pub(crate) fn seek(&mut self, at: usize) {
+        self.at = at;
     }
 
     /// True when the whole text was read.
@@ -104,17 +179,26 @@ impl<'a> Cursor<'a> {
         self.try_lit(lit).then_some(())
     }
 
+    /// A literal of descriptor JSON, in the spelling this cursor reads.
+    fn json(&mut self, lit: Lit) -> Option<()> {
+        self.lit(if self.escaped { lit.escaped } else { lit.plain })
+    }
+
     /// A string with no escape and no control character (JSON refuses
-    /// those unescaped; the fallback reports them).
+    /// those unescaped; the fallback reports them). In an escaped cursor
+    /// the string is delimited by `\"`, and any other `\\` or a bare `"`
+    /// inside it is declined.
     pub(crate) fn string(&mut self) -> Option<&'a str> {
-        self.lit(b"\"")?;
+        self.json(lit!(b"\""))?;
         let start = self.at;
-        let len = special(self.rest())?;
-        if self.rest()[len] != b'"' {
+        let rest = self.rest();
+        let len = special(rest)?;
+        let closing: &[u8] = if self.escaped { b"\\\"" } else { b"\"" };
+        if !rest[len..].starts_with(closing) {
             return None;
         }
-        self.at += len + 1;
-        // `"` is ASCII, so both ends are character boundaries.
+        self.at += len + closing.len();
+        // `"` and `\\` are ASCII, so both ends are character boundaries.
         self.text.get(start..start + len)
     }
 
@@ -181,32 +265,58 @@ impl<'a> Cursor<'a> {
         Uuid::try_parse(self.string()?).ok()
     }
 
+    /// A whole descriptor object, from its `{` to its `}`.
+    fn descriptor(&mut self) -> Option<DescriptorRef<'a>> {
+        self.json(lit!(br#"{"format_version":"#))?;
+        let format_version = self.number()?;
+        self.json(lit!(br#","pack_id":"#))?;
+        let pack_id = self.uuid()?;
+        self.json(lit!(br#","records":["#))?;
+        let mut records = Vec::new();
+        if !self.try_lit(b"]") {
+            // Each pass consumes one record or returns; the text is finite.
+            loop {
+                records.push(self.record()?);
+                if self.try_lit(b"]") {
+                    break;
+                }
+                self.lit(b",")?;
+            }
+        }
+        self.lit(b"}")?;
+        Some(DescriptorRef {
+            format_version,
+            pack_id,
+            records,
+        })
+    }
+
     fn record(&mut self) -> Option<RecordRef<'a>> {
-        self.lit(br#"{"tenant_id":"#)?;
+        self.json(lit!(br#"{"tenant_id":"#))?;
         let tenant_id = self.string()?;
-        self.lit(br#","experiment_id":"#)?;
+        self.json(lit!(br#","experiment_id":"#))?;
         let experiment_id = self.string()?;
-        self.lit(br#","run_id":"#)?;
+        self.json(lit!(br#","run_id":"#))?;
         let run_id = self.string()?;
-        self.lit(br#","captured_at_ns":"#)?;
+        self.json(lit!(br#","captured_at_ns":"#))?;
         let captured_at_ns = self.number()?;
-        self.lit(br#","capture_id":"#)?;
+        self.json(lit!(br#","capture_id":"#))?;
         let capture_id = self.uuid()?;
-        self.lit(br#","model":"#)?;
+        self.json(lit!(br#","model":"#))?;
         let model = self.string()?;
-        self.lit(br#","module_path":"#)?;
+        self.json(lit!(br#","module_path":"#))?;
         let module_path = self.string()?;
-        self.lit(br#","hook":"#)?;
+        self.json(lit!(br#","hook":"#))?;
         let hook = self.string()?;
-        self.lit(br#","step":"#)?;
+        self.json(lit!(br#","step":"#))?;
         let step = self.number()?;
-        self.lit(br#","tensor_name":"#)?;
+        self.json(lit!(br#","tensor_name":"#))?;
         let tensor_name = self.string()?;
-        self.lit(br#","dtype":"#)?;
+        self.json(lit!(br#","dtype":"#))?;
         let dtype = self.string()?.parse().ok()?;
-        self.lit(br#","shape":"#)?;
+        self.json(lit!(br#","shape":"#))?;
         let shape = self.numbers()?;
-        self.lit(br#","tags":{"#)?;
+        self.json(lit!(br#","tags":{"#))?;
         let mut tags = Vec::new();
         if !self.try_lit(b"}") {
             // Each pass consumes one tag or returns.
@@ -220,7 +330,7 @@ impl<'a> Cursor<'a> {
                 self.lit(b",")?;
             }
         }
-        self.lit(br#","payload_sha256":"#)?;
+        self.json(lit!(br#","payload_sha256":"#))?;
         let payload_sha256 = self.string()?.parse().ok()?;
         self.lit(b"}")?;
         Some(RecordRef {
@@ -298,6 +408,29 @@ mod tests {
                     assert_eq!(special(&bytes), None, "{len} {at} {byte}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn numbers_are_json_integers_that_fit_a_u64() {
+        let read = |text: &str| Cursor::new(text).number();
+        for (text, value) in [
+            ("0", 0),
+            ("7,", 7),
+            ("896]", 896),
+            ("18446744073709551615", u64::MAX),
+        ] {
+            assert_eq!(read(text), Some(value), "{text}");
+        }
+        for text in [
+            "",
+            "-1",
+            "01",
+            "00",
+            "18446744073709551616",
+            "99999999999999999999",
+        ] {
+            assert_eq!(read(text), None, "{text}");
         }
     }
 

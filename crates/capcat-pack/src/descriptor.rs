@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use uuid::Uuid;
 
-use crate::canonical;
+use crate::canonical::{self, DescriptorRef};
 use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
@@ -293,22 +293,28 @@ impl<'de> Deserialize<'de> for AnyStringMap {
 pub(crate) fn facts(text: &str, version: u32) -> Result<DescriptorFacts<'_>, PackError> {
     if let Some(canonical) = canonical::parse(text) {
         check_declared(canonical.format_version, version)?;
-        return Ok(DescriptorFacts {
-            pack_id: canonical.pack_id,
-            records: canonical
-                .records
-                .into_iter()
-                .map(|r| RecordFacts {
-                    tenant_id: Cow::Borrowed(r.tenant_id),
-                    capture_id: r.capture_id,
-                    dtype: r.dtype,
-                    shape: r.shape,
-                    payload_sha256: r.payload_sha256,
-                })
-                .collect(),
-        });
+        return Ok(canonical_facts(canonical));
     }
     facts_by_serde(text, version)
+}
+
+/// [`facts`] of a descriptor the fast path parsed (as text or where the
+/// header holds it).
+pub(crate) fn canonical_facts(canonical: DescriptorRef<'_>) -> DescriptorFacts<'_> {
+    DescriptorFacts {
+        pack_id: canonical.pack_id,
+        records: canonical
+            .records
+            .into_iter()
+            .map(|r| RecordFacts {
+                tenant_id: Cow::Borrowed(r.tenant_id),
+                capture_id: r.capture_id,
+                dtype: r.dtype,
+                shape: r.shape,
+                payload_sha256: r.payload_sha256,
+            })
+            .collect(),
+    }
 }
 
 /// [`facts`] by `serde_json`, for any spelling of the descriptor.
@@ -351,42 +357,48 @@ fn check_declared(found: u64, version: u32) -> Result<(), PackError> {
 /// it cannot fail: both parse the same fields with the same types.
 pub(crate) fn records(text: &str) -> Result<Vec<RecordEntry>, PackError> {
     if let Some(canonical) = canonical::parse(text) {
-        return Ok(canonical
-            .records
-            .into_iter()
-            .enumerate()
-            .map(|(index, r)| RecordEntry {
-                index,
-                metadata: RecordMetadata {
-                    identity: CaptureIdentity {
-                        tenant_id: r.tenant_id.to_owned(),
-                        experiment_id: r.experiment_id.to_owned(),
-                        run_id: r.run_id.to_owned(),
-                        captured_at_ns: r.captured_at_ns,
-                        capture_id: r.capture_id,
-                    },
-                    model: r.model.to_owned(),
-                    module_path: r.module_path.to_owned(),
-                    hook: r.hook.to_owned(),
-                    step: r.step,
-                    tensor_name: r.tensor_name.to_owned(),
-                    dtype: r.dtype,
-                    shape: r.shape,
-                    // Inserted in text order, so a repeated key keeps its
-                    // last value, as serde_json's map does.
-                    tags: r
-                        .tags
-                        .into_iter()
-                        .fold(BTreeMap::new(), |mut tags, (k, v)| {
-                            tags.insert(k.to_owned(), v.to_owned());
-                            tags
-                        }),
-                },
-                payload_sha256: r.payload_sha256,
-            })
-            .collect());
+        return Ok(canonical_records(canonical));
     }
     records_by_serde(text)
+}
+
+/// [`records`] of a descriptor the fast path parsed (as text or where the
+/// header holds it).
+pub(crate) fn canonical_records(canonical: DescriptorRef<'_>) -> Vec<RecordEntry> {
+    canonical
+        .records
+        .into_iter()
+        .enumerate()
+        .map(|(index, r)| RecordEntry {
+            index,
+            metadata: RecordMetadata {
+                identity: CaptureIdentity {
+                    tenant_id: r.tenant_id.to_owned(),
+                    experiment_id: r.experiment_id.to_owned(),
+                    run_id: r.run_id.to_owned(),
+                    captured_at_ns: r.captured_at_ns,
+                    capture_id: r.capture_id,
+                },
+                model: r.model.to_owned(),
+                module_path: r.module_path.to_owned(),
+                hook: r.hook.to_owned(),
+                step: r.step,
+                tensor_name: r.tensor_name.to_owned(),
+                dtype: r.dtype,
+                shape: r.shape,
+                // Inserted in text order, so a repeated key keeps its
+                // last value, as serde_json's map does.
+                tags: r
+                    .tags
+                    .into_iter()
+                    .fold(BTreeMap::new(), |mut tags, (k, v)| {
+                        tags.insert(k.to_owned(), v.to_owned());
+                        tags
+                    }),
+            },
+            payload_sha256: r.payload_sha256,
+        })
+        .collect()
 }
 
 /// [`records`] by `serde_json`, for any spelling of the descriptor.
@@ -541,8 +553,7 @@ mod tests {
                 writer.append(metadata, vec![0; len]).expect("valid");
             }
             let sealed = writer.seal().expect("seals");
-            let header = crate::header::parse(&sealed.bytes).expect("valid");
-            let text = &header.metadata[METADATA_KEY];
+            let text = &crate::header::descriptor_value(&sealed.bytes).expect("valid");
             plain += usize::from(canonical::parse(text).is_some());
             let fast = records(text).expect("valid");
             assert_eq!(fast, records_by_serde(text).expect("valid"), "{text}");

@@ -8,10 +8,13 @@
 //! that whatever it accepts, the crate accepts too.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 
+use crate::canonical::{self, DescriptorRef};
+use crate::descriptor::FORMAT_VERSION;
 use crate::digest::Sha256Digest;
 use crate::dtype::Dtype;
 use crate::error::PackError;
@@ -166,11 +169,24 @@ fn malformed(key: &str, reason: impl Into<String>) -> PackError {
     }
 }
 
-/// Parses the length prefix and header JSON of `file` and checks that the
-/// tensor entries tile the data section exactly.
+/// The `capcat` value of `file`'s header, unescaped, wherever the parser
+/// left it.
 #[cfg(test)]
-pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
-    read(file)?.check()
+pub(crate) fn descriptor_value(file: &[u8]) -> Result<String, PackError> {
+    let mut unchecked = read(file)?;
+    match unchecked.descriptor.take() {
+        Some(found) => {
+            let text = std::str::from_utf8(file).map_err(|e| malformed("capcat", e.to_string()))?;
+            let mut c = canonical::Cursor::new(text);
+            c.seek(found.range.start - 1);
+            c.escaped_string()
+                .ok_or_else(|| malformed("capcat", "not the writer's escapes"))
+        }
+        None => unchecked
+            .metadata
+            .remove(crate::METADATA_KEY)
+            .ok_or(PackError::MissingDescriptor),
+    }
 }
 
 /// A header whose JSON parsed but whose entries are not checked yet: the
@@ -178,18 +194,33 @@ pub(crate) fn parse(file: &[u8]) -> Result<Header, PackError> {
 /// anything else (docs/pack-format.md 2.1), so a pack of a later version is
 /// refused as such even if that version has a dtype or layout this one does
 /// not know.
-pub(crate) struct Unchecked {
+pub(crate) struct Unchecked<'a> {
     /// Where the data section starts in the file: 8 + header length.
     data_start: u64,
     /// The data section's length.
     data_len: u64,
-    /// `__metadata__`, when present.
+    /// `__metadata__`, when present. The descriptor is not in it when it
+    /// was parsed where the header holds it ([`Unchecked::descriptor`]).
     pub(crate) metadata: BTreeMap<String, String>,
+    /// The version-2 descriptor, when the header and the descriptor are
+    /// both spelled as the writer spells them: parsed in place, never
+    /// unescaped into a copy.
+    pub(crate) descriptor: Option<InHeader<'a>>,
     entries: Vec<(TensorName, RawEntry)>,
 }
 
+/// A version-2 descriptor parsed where the header holds it.
+#[derive(Debug)]
+pub(crate) struct InHeader<'a> {
+    /// The file bytes of the escaped descriptor: the `capcat` value between
+    /// its quotes.
+    pub(crate) range: Range<usize>,
+    /// The descriptor, its strings borrowed from the file.
+    pub(crate) parsed: DescriptorRef<'a>,
+}
+
 /// Parses the length prefix and header JSON of `file`.
-pub(crate) fn read(file: &[u8]) -> Result<Unchecked, PackError> {
+pub(crate) fn read(file: &[u8]) -> Result<Unchecked<'_>, PackError> {
     let file_len = file.len() as u64;
     let (header_len, data_start) = header_bounds(file)?;
     let header_bytes =
@@ -197,16 +228,21 @@ pub(crate) fn read(file: &[u8]) -> Result<Unchecked, PackError> {
             header_len,
             limit: MAX_HEADER_BYTES,
         })?];
-    let RawHeader { metadata, entries } = parse_json(header_bytes)?;
+    let (RawHeader { metadata, entries }, descriptor) = parse_json(header_bytes)?;
+    let prefix = LENGTH_PREFIX as usize;
     Ok(Unchecked {
         data_start,
         data_len: file_len - data_start,
         metadata,
+        descriptor: descriptor.map(|found| InHeader {
+            range: found.range.start + prefix..found.range.end + prefix,
+            parsed: found.parsed,
+        }),
         entries,
     })
 }
 
-impl Unchecked {
+impl Unchecked<'_> {
     /// Checks every entry's dtype, that no name appears twice, and that the
     /// entries tile the data section exactly.
     pub(crate) fn check(self) -> Result<Header, PackError> {
@@ -215,6 +251,7 @@ impl Unchecked {
             data_len,
             metadata,
             entries,
+            ..
         } = self;
         let mut records = Vec::with_capacity(entries.len());
         let mut others = Vec::new();
@@ -382,13 +419,34 @@ impl<'de> Deserialize<'de> for UniqueStrings {
 /// without `serde_json`: the two metadata keys in their order, each tensor
 /// entry's three fields in theirs, compact JSON, then only the padding
 /// spaces. `None` for any other spelling; [`parse_json`] decides those.
-fn parse_canonical(bytes: &[u8]) -> Option<RawHeader> {
+///
+/// A version-2 descriptor spelled as the writer spells it is parsed where
+/// it stands, still escaped, and returned beside the header (its range in
+/// `bytes`), not in `metadata`; any other descriptor is unescaped into
+/// `metadata` for the reader to parse as text.
+fn parse_canonical(bytes: &[u8]) -> Option<(RawHeader, Option<InHeader<'_>>)> {
     let text = std::str::from_utf8(bytes).ok()?.trim_end_matches(' ');
-    let mut c = crate::canonical::Cursor::new(text);
+    let mut c = canonical::Cursor::new(text);
     c.lit(br#"{"__metadata__":{"capcat_pack_sha256":"#)?;
     let digest = c.string()?.to_owned();
     c.lit(br#","capcat":"#)?;
-    let descriptor = c.escaped_string()?;
+    let opening = c.position();
+    let in_place = c
+        .try_lit(b"\"")
+        .then(|| canonical::parse_in_header(text, opening + 1))
+        .flatten()
+        .filter(|(parsed, _)| parsed.format_version == u64::from(FORMAT_VERSION));
+    let (descriptor, value) = match in_place {
+        Some((parsed, closing)) => {
+            c.seek(closing + 1);
+            let range = opening + 1..closing;
+            (Some(InHeader { range, parsed }), None)
+        }
+        None => {
+            c.seek(opening);
+            (None, Some(c.escaped_string()?))
+        }
+    };
     c.lit(b"}")?;
     let mut entries = Vec::new();
     // Each pass consumes one entry or returns; the text is finite.
@@ -418,23 +476,22 @@ fn parse_canonical(bytes: &[u8]) -> Option<RawHeader> {
             },
         ));
     }
-    c.at_end().then(|| RawHeader {
-        metadata: BTreeMap::from([
-            (crate::DIGEST_KEY.to_owned(), digest),
-            (crate::METADATA_KEY.to_owned(), descriptor),
-        ]),
-        entries,
-    })
+    let mut metadata = BTreeMap::from([(crate::DIGEST_KEY.to_owned(), digest)]);
+    if let Some(value) = value {
+        metadata.insert(crate::METADATA_KEY.to_owned(), value);
+    }
+    c.at_end()
+        .then_some((RawHeader { metadata, entries }, descriptor))
 }
 
 /// Syntax errors (and a header that is not an object) are
 /// [`PackError::HeaderNotJson`]; a well-formed entry of the wrong shape is
 /// [`PackError::MalformedHeader`] naming its key.
-fn parse_json(bytes: &[u8]) -> Result<RawHeader, PackError> {
+fn parse_json(bytes: &[u8]) -> Result<(RawHeader, Option<InHeader<'_>>), PackError> {
     if let Some(header) = parse_canonical(bytes) {
         return Ok(header);
     }
-    parse_json_by_serde(bytes)
+    Ok((parse_json_by_serde(bytes)?, None))
 }
 
 /// [`parse_json`] by `serde_json`, for any spelling of the header.
@@ -535,16 +592,16 @@ mod tests {
             let metadata = RecordMetadata {
                 identity: CaptureIdentity {
                     tenant_id: tenant.to_owned(),
-                    experiment_id: "e".to_owned(),
-                    run_id: "r".to_owned(),
+                    experiment_id: "experiment-e".to_owned(),
+                    run_id: "run-r".to_owned(),
                     captured_at_ns: 1,
                     capture_id: uuid::Uuid::from_u128(i as u128),
                 },
-                model: "m".to_owned(),
-                module_path: "p".to_owned(),
-                hook: "h".to_owned(),
+                model: "model/m".to_owned(),
+                module_path: "model.layers.0".to_owned(),
+                hook: "forward_output".to_owned(),
                 step: 0,
-                tensor_name: "n".to_owned(),
+                tensor_name: "hidden ü".to_owned(),
                 dtype,
                 shape: vec![2],
                 tags: tags
@@ -561,13 +618,68 @@ mod tests {
         sealed.bytes[8..8 + n].to_vec()
     }
 
+    /// What [`parse_canonical`] read, as serde_json reads it: a descriptor
+    /// parsed in place is unescaped into `metadata`, after checking that
+    /// the unescaped text parses to the same descriptor.
+    fn as_serde_reads(
+        bytes: &[u8],
+        (mut header, found): (RawHeader, Option<InHeader<'_>>),
+    ) -> RawHeader {
+        if let Some(found) = found {
+            let value = unescaped(bytes, found.range.clone());
+            assert_eq!(canonical::parse(&value), Some(found.parsed), "{value}");
+            header
+                .metadata
+                .insert(crate::METADATA_KEY.to_owned(), value);
+        }
+        header
+    }
+
+    /// The `capcat` value at `range` of header `bytes`, unescaped.
+    fn unescaped(bytes: &[u8], range: Range<usize>) -> String {
+        let text = std::str::from_utf8(bytes).expect("UTF-8");
+        let mut c = canonical::Cursor::new(text);
+        c.seek(range.start - 1);
+        let value = c.escaped_string().expect("the writer's escapes");
+        assert_eq!(c.position(), range.end + 1);
+        value
+    }
+
+    /// A version-2 descriptor is parsed in place, and only one spelled as
+    /// the writer spells it.
+    #[test]
+    fn the_writers_descriptor_is_parsed_where_it_stands() {
+        let plain = header_of("t", &[("k", "v")]);
+        let (header, found) = parse_canonical(&plain).expect("the writer's spelling");
+        assert!(found.is_some());
+        assert!(!header.metadata.contains_key(crate::METADATA_KEY));
+        // A quote in a value is escaped twice in the header: the in-place
+        // parse declines it, and the value is unescaped as before.
+        let quoted = header_of("t\"", &[]);
+        let (header, found) = parse_canonical(&quoted).expect("the writer's spelling");
+        assert!(found.is_none());
+        assert!(header.metadata[crate::METADATA_KEY].contains(r#""tenant_id":"t\"""#));
+        // So is a descriptor of another version.
+        let text = String::from_utf8(plain.clone()).expect("UTF-8");
+        let later = text.replacen(r#"{\"format_version\":2,"#, r#"{\"format_version\":3,"#, 1);
+        assert_ne!(later, text);
+        let (header, found) = parse_canonical(later.as_bytes()).expect("canonical");
+        assert!(found.is_none());
+        assert!(header.metadata[crate::METADATA_KEY].starts_with(r#"{"format_version":3,"#));
+    }
+
     /// The writer's headers take the fast path, escapes in the metadata or
     /// not, and read as serde_json reads them.
     #[test]
     fn the_writers_headers_read_alike_both_ways() {
-        for (tenant, tags) in [("t", vec![]), ("q\"u\\ote \u{1} ü", vec![("k", "v\"")])] {
+        for (tenant, tags) in [
+            ("t", vec![]),
+            ("tenant-t", vec![("key", "value ü")]),
+            ("q\"u\\ote \u{1} ü", vec![("k", "v\"")]),
+        ] {
             let bytes = header_of(tenant, &tags);
             let fast = parse_canonical(&bytes).expect("the writer's spelling");
+            let fast = as_serde_reads(&bytes, fast);
             assert_eq!(
                 Ok(fast),
                 parse_json_by_serde(&bytes).map_err(|e| e.to_string())
@@ -576,18 +688,29 @@ mod tests {
     }
 
     /// Whatever one changed byte makes of a header, the fast path either
-    /// declines it or reads it exactly as serde_json does.
+    /// declines it or reads it exactly as serde_json does: a header whose
+    /// descriptor is unescaped (a quote in a value), and one whose
+    /// descriptor is parsed in place.
     #[test]
     fn a_changed_byte_is_declined_or_read_alike() {
-        let original = header_of("t\"", &[("k", "v")]);
+        for original in [
+            header_of("t\"", &[("k", "v")]),
+            header_of("tenant-t", &[("key", "value")]),
+        ] {
+            a_changed_byte_is_declined_or_read_alike_in(&original);
+        }
+    }
+
+    fn a_changed_byte_is_declined_or_read_alike_in(original: &[u8]) {
         let mut taken = 0;
         for at in 0..original.len() {
             for byte in [
                 b' ', b'"', b'\\', b'0', b'9', b'a', b'}', b']', b',', b':', 0x01, 0xc3,
             ] {
-                let mut bytes = original.clone();
+                let mut bytes = original.to_vec();
                 bytes[at] = byte;
                 if let Some(fast) = parse_canonical(&bytes) {
+                    let fast = as_serde_reads(&bytes, fast);
                     taken += 1;
                     let serde = parse_json_by_serde(&bytes).map_err(|e| e.to_string());
                     assert_eq!(Ok(fast), serde, "byte {at} = {byte:#04x}");

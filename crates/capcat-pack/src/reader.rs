@@ -1,12 +1,14 @@
 //! Opening a pack: every check the format defines, before any record is
 //! returned.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::canonical;
 use crate::descriptor::{self, DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, tensor_key};
 use crate::digest::{Sha256Digest, crc64nvme};
 use crate::dtype::Dtype;
@@ -28,12 +30,32 @@ pub struct PackReader {
     /// The CRC-64/NVME of the file, computed when first asked for: opening
     /// verifies with SHA-256 and needs no CRC.
     crc64nvme: OnceLock<u64>,
-    /// The descriptor text, type-checked on open; the owned records are
-    /// decoded from it when first asked for.
-    descriptor: Arc<String>,
+    /// Where the descriptor is, type-checked on open; the owned records
+    /// are decoded from it when first asked for.
+    descriptor: DescriptorText,
     records: OnceLock<Vec<RecordEntry>>,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
+}
+
+/// Where an opened pack's descriptor text is.
+#[derive(Clone, Debug)]
+enum DescriptorText {
+    /// In the file's header, escaped, spelled as the writer spells it (the
+    /// common case): these file bytes, between the value's quotes. Nothing
+    /// is copied out of the header on open.
+    InHeader(Range<usize>),
+    /// Any other spelling, or a version-1 envelope: the descriptor text,
+    /// unescaped.
+    Text(Arc<String>),
+}
+
+/// The descriptor as the header gave it.
+enum Found<'a> {
+    /// Parsed in place ([`header::InHeader`]).
+    InHeader(header::InHeader<'a>),
+    /// The `capcat` value, unescaped, still to be parsed.
+    Value(String),
 }
 
 /// A pack that passed every check but its payload digests and `BOOL`
@@ -42,7 +64,7 @@ struct Checked {
     format_version: u32,
     pack_id: Uuid,
     pack_sha256: Sha256Digest,
-    descriptor: String,
+    descriptor: DescriptorText,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
 }
@@ -130,7 +152,7 @@ impl PackReader {
             pack_id: opened.pack_id,
             pack_sha256: opened.pack_sha256,
             crc64nvme: OnceLock::new(),
-            descriptor: Arc::new(opened.descriptor),
+            descriptor: opened.descriptor,
             records: OnceLock::new(),
             dtypes: opened.dtypes,
             locators: opened.locators,
@@ -141,14 +163,23 @@ impl PackReader {
     /// ([`Checked::finish`]).
     fn check(bytes: &[u8]) -> Result<Checked, PackError> {
         let mut unchecked = header::read(bytes)?;
-        let value = unchecked
-            .metadata
-            .remove(METADATA_KEY)
-            .ok_or(PackError::MissingDescriptor)?;
         // The version first, before the entries are checked: a pack of
         // another version is refused as such, whatever else differs in its
-        // header (a dtype or a layout this build does not know).
-        let format_version = descriptor::check_version(&value)?;
+        // header (a dtype or a layout this build does not know). A
+        // descriptor parsed in the header is of version 2.
+        let found = match unchecked.descriptor.take() {
+            Some(in_header) => Found::InHeader(in_header),
+            None => Found::Value(
+                unchecked
+                    .metadata
+                    .remove(METADATA_KEY)
+                    .ok_or(PackError::MissingDescriptor)?,
+            ),
+        };
+        let format_version = match &found {
+            Found::InHeader(_) => FORMAT_VERSION,
+            Found::Value(value) => descriptor::check_version(value)?,
+        };
         let header = unchecked.check()?;
         let pack_sha256 = if format_version == FORMAT_VERSION {
             only_metadata_keys(&header, &[DIGEST_KEY])?;
@@ -168,8 +199,21 @@ impl PackReader {
             only_metadata_keys(&header, &[])?;
             Sha256Digest::of(bytes)
         };
-        let text = descriptor::descriptor_text(value, format_version)?;
-        let facts = descriptor::facts(&text, format_version)?;
+        // Declared here so that the facts can borrow it in one arm.
+        let text: Arc<String>;
+        let (facts, descriptor) = match found {
+            Found::InHeader(in_header) => (
+                descriptor::canonical_facts(in_header.parsed),
+                DescriptorText::InHeader(in_header.range),
+            ),
+            Found::Value(value) => {
+                text = Arc::new(descriptor::descriptor_text(value, format_version)?);
+                (
+                    descriptor::facts(&text, format_version)?,
+                    DescriptorText::Text(Arc::clone(&text)),
+                )
+            }
+        };
         let data_start = header.data_start;
         // Record entries sorted by index, consumed in descriptor order.
         let mut entries = header.records.into_iter().peekable();
@@ -233,12 +277,11 @@ impl PackReader {
             return Err(PackError::UnexpectedTensor { key });
         }
         let pack_id = facts.pack_id;
-        drop(facts);
         Ok(Checked {
             format_version,
             pack_id,
             pack_sha256,
-            descriptor: text,
+            descriptor,
             dtypes,
             locators,
         })
@@ -300,8 +343,20 @@ impl PackReader {
             // one must be added to the other; the `pack_reader` and
             // `pack_structured` fuzz targets call this on every pack they
             // open.
-            descriptor::records(&self.descriptor)
-                .expect("the descriptor was type-checked when the pack was opened")
+            match &self.descriptor {
+                DescriptorText::InHeader(range) => {
+                    // Opening parsed these very bytes with this parser, so
+                    // they are UTF-8, the closing quote follows them, and
+                    // they parse again.
+                    let text = std::str::from_utf8(&self.bytes[range.start..=range.end])
+                        .expect("the header was UTF-8 when the pack was opened");
+                    let (parsed, _) = canonical::parse_in_header(text, 0)
+                        .expect("the descriptor parsed in place when the pack was opened");
+                    descriptor::canonical_records(parsed)
+                }
+                DescriptorText::Text(text) => descriptor::records(text)
+                    .expect("the descriptor was type-checked when the pack was opened"),
+            }
         })
     }
 

@@ -30,3 +30,8 @@ pub fn meta(index: u64, dtype: Dtype, shape: &[u64]) -> RecordMetadata {
         tags: BTreeMap::from([("k".to_owned(), "v\"quoted\" ü".to_owned())]),
     }
 }
+
+/// Tags with nothing to escape, unlike [`meta`]'s (which hold a quote).
+pub fn plain_tags() -> BTreeMap<String, String> {
+    BTreeMap::from([("key".to_owned(), "value ü".to_owned())])
+}
