@@ -3,6 +3,7 @@
 //! driver's own traceback shows where it broke.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::Duration;
@@ -33,14 +34,25 @@ pub struct Driver {
     stdin: ChildStdin,
     lines: Receiver<Result<String, std::io::Error>>,
     timeout: Duration,
+    /// True once the shell was waited for after `bye`; until then its pid
+    /// names the driver's process group.
+    reaped: bool,
 }
 
 impl Driver {
     /// Starts `command` with `sh -c` and reads its `hello`.
+    ///
+    /// The driver runs in a process group of its own, so that stopping it
+    /// (a timeout, a difference, an error) stops every process the command
+    /// started, not only the shell: a `sh -c` wrapper's children would
+    /// otherwise outlive the kit. A terminal's Ctrl-C therefore reaches the
+    /// kit, not the driver; the driver sees its stdin close when the kit
+    /// exits.
     pub fn spawn(command: &str, timeout: Duration) -> Result<(Self, Hello), ConformError> {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -84,6 +96,7 @@ impl Driver {
             stdin,
             lines: rx,
             timeout,
+            reaped: false,
         };
         let hello = driver.recv("waiting for the driver's hello")?;
         let hello = field(&hello, "hello").map_err(|_| ConformError::BadMessage {
@@ -172,6 +185,7 @@ impl Driver {
             doing: "waiting for the driver to exit",
             source,
         })?;
+        self.reaped = true;
         if status.success() {
             Ok(())
         } else {
@@ -185,8 +199,13 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         // A driver left behind after a difference or an error is stopped:
-        // it may be waiting for an input that will never come.
-        if let Ok(None) = self.child.try_wait() {
+        // it may be waiting for an input that will never come. The whole
+        // group is stopped, so a `sh -c` wrapper's children go with it, and
+        // before the shell is reaped: until then its pid, which is the
+        // group's id, cannot be reused to name another group.
+        if !self.reaped {
+            let group = rustix::process::Pid::from_child(&self.child);
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
             let _ = self.child.kill();
             let _ = self.child.wait();
         }

@@ -147,6 +147,41 @@ fn drivers_that_break_the_protocol_get_a_typed_error() {
     ));
 }
 
+/// A driver stopped on a timeout is stopped with everything its command
+/// started: a `sh -c` wrapper's child must not outlive the kit.
+#[test]
+fn a_driver_that_times_out_is_stopped_with_its_children() {
+    let pid_file = std::env::temp_dir().join(format!(
+        "capcat-conform-kit-{}-grandchild.pid",
+        std::process::id()
+    ));
+    let driver = format!(
+        "echo '{{\"hello\": {{\"protocol\": 1, \"implementation\": \"x\", \"machines\": [\"allocate\"]}}}}'; \
+         sleep 30 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    assert!(matches!(
+        broke(&driver, 1),
+        ConformError::Timeout { seconds: 1, .. }
+    ));
+    let pid = std::fs::read_to_string(&pid_file).expect("the driver wrote its child's pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let stat = std::path::PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    // The killed child is gone once its new parent reaps it; until then it
+    // is a zombie. Either way it no longer runs. Bounded: 50 x 100 ms.
+    let stopped = (0..50).any(|_| {
+        let state = std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| s.rsplit(") ").next().and_then(|rest| rest.chars().next()));
+        if matches!(state, None | Some('Z' | 'X')) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        false
+    });
+    assert!(stopped, "the driver's child {} still runs", pid.trim());
+}
+
 #[test]
 fn a_driver_that_implements_some_machines_runs_only_their_cases() {
     // The reference behind a hello that announces only the allocator.
