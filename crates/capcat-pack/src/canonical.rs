@@ -247,18 +247,28 @@ impl<'a> Cursor<'a> {
     /// A list of JSON integers, `[]` included.
     pub(crate) fn numbers(&mut self) -> Option<Vec<u64>> {
         self.lit(b"[")?;
-        let mut numbers = Vec::new();
-        if !self.try_lit(b"]") {
-            // Each pass consumes one number or returns.
+        self.items(b']', Self::number)
+    }
+
+    /// The items of a JSON array or object whose opening bracket was read:
+    /// `item` read each, separated by `,`, up to and including `close`.
+    fn items<T>(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut items = Vec::new();
+        if !self.try_lit(&[close]) {
+            // Each pass consumes one item or returns; the text is finite.
             loop {
-                numbers.push(self.number()?);
-                if self.try_lit(b"]") {
+                items.push(item(self)?);
+                if self.try_lit(&[close]) {
                     break;
                 }
                 self.lit(b",")?;
             }
         }
-        Some(numbers)
+        Some(items)
     }
 
     fn uuid(&mut self) -> Option<Uuid> {
@@ -272,17 +282,7 @@ impl<'a> Cursor<'a> {
         self.json(lit!(br#","pack_id":"#))?;
         let pack_id = self.uuid()?;
         self.json(lit!(br#","records":["#))?;
-        let mut records = Vec::new();
-        if !self.try_lit(b"]") {
-            // Each pass consumes one record or returns; the text is finite.
-            loop {
-                records.push(self.record()?);
-                if self.try_lit(b"]") {
-                    break;
-                }
-                self.lit(b",")?;
-            }
-        }
+        let records = self.items(b']', Self::record)?;
         self.lit(b"}")?;
         Some(DescriptorRef {
             format_version,
@@ -317,19 +317,11 @@ impl<'a> Cursor<'a> {
         self.json(lit!(br#","shape":"#))?;
         let shape = self.numbers()?;
         self.json(lit!(br#","tags":{"#))?;
-        let mut tags = Vec::new();
-        if !self.try_lit(b"}") {
-            // Each pass consumes one tag or returns.
-            loop {
-                let key = self.string()?;
-                self.lit(b":")?;
-                tags.push((key, self.string()?));
-                if self.try_lit(b"}") {
-                    break;
-                }
-                self.lit(b",")?;
-            }
-        }
+        let tags = self.items(b'}', |c| {
+            let key = c.string()?;
+            c.lit(b":")?;
+            Some((key, c.string()?))
+        })?;
         self.json(lit!(br#","payload_sha256":"#))?;
         let payload_sha256 = self.string()?.parse().ok()?;
         self.lit(b"}")?;
