@@ -175,18 +175,23 @@ fn malformed(key: &str, reason: impl Into<String>) -> PackError {
 pub(crate) fn descriptor_value(file: &[u8]) -> Result<String, PackError> {
     let mut unchecked = read(file)?;
     match unchecked.descriptor.take() {
-        Some(found) => {
-            let text = std::str::from_utf8(file).map_err(|e| malformed("capcat", e.to_string()))?;
-            let mut c = canonical::Cursor::new(text);
-            c.seek(found.range.start - 1);
-            c.escaped_string()
-                .ok_or_else(|| malformed("capcat", "not the writer's escapes"))
-        }
+        Some(found) => unescape_value(file, found.range)
+            .ok_or_else(|| malformed("capcat", "not the writer's escapes")),
         None => unchecked
             .metadata
             .remove(crate::METADATA_KEY)
             .ok_or(PackError::MissingDescriptor),
     }
+}
+
+/// The `capcat` value whose escaped text is `range` of `bytes`, unescaped:
+/// `None` unless the quotes around the range close exactly that value.
+#[cfg(test)]
+fn unescape_value(bytes: &[u8], range: Range<usize>) -> Option<String> {
+    let quoted = bytes.get(range.start.checked_sub(1)?..=range.end)?;
+    let mut c = canonical::Cursor::new(std::str::from_utf8(quoted).ok()?);
+    let value = c.escaped_string()?;
+    c.at_end().then_some(value)
 }
 
 /// A header whose JSON parsed but whose entries are not checked yet: the
@@ -637,12 +642,7 @@ mod tests {
 
     /// The `capcat` value at `range` of header `bytes`, unescaped.
     fn unescaped(bytes: &[u8], range: Range<usize>) -> String {
-        let text = std::str::from_utf8(bytes).expect("UTF-8");
-        let mut c = canonical::Cursor::new(text);
-        c.seek(range.start - 1);
-        let value = c.escaped_string().expect("the writer's escapes");
-        assert_eq!(c.position(), range.end + 1);
-        value
+        unescape_value(bytes, range).expect("the writer's escapes, closed at the range's end")
     }
 
     /// A version-2 descriptor is parsed in place, and only one spelled as
