@@ -11,7 +11,7 @@
 use crate::descriptor::{FORMAT_VERSION, tensor_key_into};
 use crate::digest::Sha256Digest;
 use crate::error::PackError;
-use crate::header::{DIGEST_SLOT, HEADER_PREFIX, LENGTH_PREFIX, MAX_HEADER_BYTES};
+use crate::header::{DIGEST_SLOT, HEADER_PREFIX, HeaderHasher, LENGTH_PREFIX, MAX_HEADER_BYTES};
 use crate::record::RecordMetadata;
 
 /// One record as the header writer needs it.
@@ -90,11 +90,11 @@ pub(crate) fn fill_slot(head: &mut [u8], slot: usize, digest: &Sha256Digest) {
     hex_into(digest, &mut head[slot..slot + 64]);
 }
 
-/// Computes the pack digest of a header whose payload slots are filled,
+/// Finishes the pack digest of a header whose payload slots are filled,
 /// writes it into its slot and returns it. `head` is the file bytes
-/// `[0, 8 + N)`.
-pub(crate) fn seal_header(head: &mut [u8]) -> Sha256Digest {
-    let digest = crate::header::header_digest(head, DIGEST_SLOT);
+/// `[0, 8 + N)`; `hasher` has hashed them up to some point.
+pub(crate) fn seal_header(head: &mut [u8], hasher: HeaderHasher) -> Sha256Digest {
+    let digest = hasher.finish(head);
     fill_slot(head, DIGEST_SLOT, &digest);
     digest
 }

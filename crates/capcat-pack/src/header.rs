@@ -33,16 +33,51 @@ pub(crate) const HEADER_PREFIX: &[u8] = br#"{"__metadata__":{"capcat_pack_sha256
 pub(crate) const DIGEST_SLOT: usize = 8 + HEADER_PREFIX.len();
 
 /// The pack digest: SHA-256 of the file bytes `[0, 8 + N)` (length prefix,
-/// header JSON and padding) with the 64 digest digits at `slot` read as
-/// ASCII `'0'`. `head` is exactly those bytes; the slot's own content is
-/// never hashed, so the writer may hash before or after filling it.
-pub(crate) fn header_digest(head: &[u8], slot: usize) -> Sha256Digest {
-    use sha2::{Digest as _, Sha256};
-    let mut hasher = Sha256::new();
-    hasher.update(&head[..slot]);
-    hasher.update([b'0'; 64]);
-    hasher.update(&head[slot + 64..]);
-    Sha256Digest(hasher.finalize().into())
+/// header JSON and padding) with the 64 digest digits at [`DIGEST_SLOT`]
+/// read as ASCII `'0'`. `head` is exactly those bytes; the slot's own
+/// content is never hashed, so the writer may hash before or after filling
+/// it.
+pub(crate) fn header_digest(head: &[u8]) -> Sha256Digest {
+    HeaderHasher::new(head).finish(head)
+}
+
+/// The pack digest ([`header_digest`]) taken while the header is still
+/// being filled in: every byte up to a point is hashed once it is final.
+pub(crate) struct HeaderHasher {
+    sha: sha2::Sha256,
+    /// The header bytes before this offset are hashed.
+    hashed: usize,
+}
+
+impl HeaderHasher {
+    /// Hashes the bytes before the pack digest's slot and the slot as
+    /// `'0'`s. `head` holds at least the slot.
+    pub(crate) fn new(head: &[u8]) -> Self {
+        use sha2::Digest as _;
+        let mut sha = sha2::Sha256::new();
+        sha.update(&head[..DIGEST_SLOT]);
+        sha.update([b'0'; 64]);
+        Self {
+            sha,
+            hashed: DIGEST_SLOT + 64,
+        }
+    }
+
+    /// Hashes `head` up to `end`, whose bytes before it are final.
+    pub(crate) fn hash_to(&mut self, head: &[u8], end: usize) {
+        use sha2::Digest as _;
+        if end > self.hashed {
+            self.sha.update(&head[self.hashed..end]);
+            self.hashed = end;
+        }
+    }
+
+    /// Hashes the rest of `head`, the whole header, and gives the digest.
+    pub(crate) fn finish(mut self, head: &[u8]) -> Sha256Digest {
+        use sha2::Digest as _;
+        self.hash_to(head, head.len());
+        Sha256Digest(self.sha.finalize().into())
+    }
 }
 
 /// The pack digest a header carries and the one its bytes hash to.
@@ -54,7 +89,8 @@ pub(crate) struct HeaderDigests {
 }
 
 /// Reads the pack digest from its fixed place and hashes the header.
-/// `head` is the file bytes `[0, 8 + N)` of a header that parsed as JSON.
+/// `head` is the file bytes `[0, 8 + N)`; they are hashed whether or not
+/// the header parses (an open hashes them while it parses them).
 pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
     let misplaced = || {
         malformed(
@@ -75,8 +111,16 @@ pub(crate) fn digests(head: &[u8]) -> Result<HeaderDigests, PackError> {
     let text = std::str::from_utf8(&slot[..64]).map_err(|_| misplaced())?;
     Ok(HeaderDigests {
         stored: text.parse()?,
-        actual: header_digest(head, DIGEST_SLOT),
+        actual: header_digest(head),
     })
+}
+
+/// Where the header of `file` ends (`8 + N`), when its length prefix is
+/// within the limit and the file; `None` otherwise ([`read`] then says
+/// what is wrong).
+pub(crate) fn head_end(file: &[u8]) -> Option<usize> {
+    let (_, data_start) = header_bounds(file).ok()?;
+    usize::try_from(data_start).ok()
 }
 
 /// The header length `N` the first 8 bytes of `file` declare and where the

@@ -15,6 +15,7 @@ use crate::dtype::Dtype;
 use crate::error::PackError;
 use crate::header;
 use crate::info::{PackInfo, RecordLocator};
+use crate::parallel;
 use crate::record::{IdentitySet, RecordEntry};
 use crate::summary::TensorSummary;
 use crate::values::{TensorValues, decode_bools};
@@ -72,15 +73,69 @@ struct Checked {
 impl Checked {
     /// Hashes every payload and compares its digest with the descriptor's,
     /// and checks every `BOOL` byte, in record order.
-    fn finish(self, bytes: &[u8]) -> Result<Self, PackError> {
-        for (locator, dtype) in self.locators.iter().zip(&self.dtypes) {
-            verify_payload_digest(locator, slice(bytes, locator))?;
-            if *dtype == Dtype::BOOL {
-                decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
-            }
-        }
+    ///
+    /// The records are cut into jobs of about equal bytes, which up to
+    /// `threads` threads share ([`parallel::share`]). Each job stops at its
+    /// first bad record and the jobs are in record order, so the error
+    /// returned is the first bad record's, as a check on one thread finds.
+    fn finish(self, bytes: &[u8], threads: usize) -> Result<Self, PackError> {
+        let lengths: Vec<u64> = self.locators.iter().map(|l| l.length).collect();
+        let total = lengths.iter().sum();
+        let jobs = parallel::runs_by_bytes(&lengths, parallel::jobs_for(total, threads));
+        parallel::share(
+            threads,
+            jobs.len(),
+            |job| {
+                let run = jobs[job].clone();
+                let records = self.locators[run.clone()].iter().zip(&self.dtypes[run]);
+                for (locator, dtype) in records {
+                    verify_payload_digest(locator, slice(bytes, locator))?;
+                    if *dtype == Dtype::BOOL {
+                        decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
+                    }
+                }
+                Ok::<(), PackError>(())
+            },
+            |verdicts| (0..jobs.len()).try_for_each(|job| verdicts.take(job)),
+        )?;
         Ok(self)
     }
+}
+
+/// What parsing the header found, before its digest is compared.
+struct Parsed<'a> {
+    found: Found<'a>,
+    format_version: u32,
+    header: header::Header,
+}
+
+/// Reads the header and its descriptor's version: the checks of opening
+/// before the header digest is compared.
+fn parse(bytes: &[u8]) -> Result<Parsed<'_>, PackError> {
+    let mut unchecked = header::read(bytes)?;
+    // The version first, before the entries are checked: a pack of another
+    // version is refused as such, whatever else differs in its header (a
+    // dtype or a layout this build does not know). A descriptor parsed in
+    // the header is of version 2.
+    let found = match unchecked.descriptor.take() {
+        Some(in_header) => Found::InHeader(in_header),
+        None => Found::Value(
+            unchecked
+                .metadata
+                .remove(METADATA_KEY)
+                .ok_or(PackError::MissingDescriptor)?,
+        ),
+    };
+    let format_version = match &found {
+        Found::InHeader(_) => FORMAT_VERSION,
+        Found::Value(value) => descriptor::check_version(value)?,
+    };
+    let header = unchecked.check()?;
+    Ok(Parsed {
+        found,
+        format_version,
+        header,
+    })
 }
 
 /// The header bytes `[0, 8 + N)` of a parsed header.
@@ -145,7 +200,15 @@ impl PackReader {
     }
 
     fn open(bytes: Bytes) -> Result<Self, PackError> {
-        let opened = Self::check(&bytes)?.finish(&bytes)?;
+        let threads = parallel::threads_for(bytes.len() as u64);
+        Self::open_on(bytes, threads)
+    }
+
+    /// Opens `bytes` hashing on up to `threads` threads: the header beside
+    /// its parse when there are two or more, and the payloads in `threads`
+    /// runs.
+    pub(crate) fn open_on(bytes: Bytes, threads: usize) -> Result<Self, PackError> {
+        let opened = Self::check(&bytes, threads)?.finish(&bytes, threads)?;
         Ok(Self {
             bytes,
             format_version: opened.format_version,
@@ -161,29 +224,35 @@ impl PackReader {
 
     /// Every check of opening but the payload digests and `BOOL` bytes
     /// ([`Checked::finish`]).
-    fn check(bytes: &[u8]) -> Result<Checked, PackError> {
-        let mut unchecked = header::read(bytes)?;
-        // The version first, before the entries are checked: a pack of
-        // another version is refused as such, whatever else differs in its
-        // header (a dtype or a layout this build does not know). A
-        // descriptor parsed in the header is of version 2.
-        let found = match unchecked.descriptor.take() {
-            Some(in_header) => Found::InHeader(in_header),
-            None => Found::Value(
-                unchecked
-                    .metadata
-                    .remove(METADATA_KEY)
-                    .ok_or(PackError::MissingDescriptor)?,
-            ),
+    fn check(bytes: &[u8], threads: usize) -> Result<Checked, PackError> {
+        // A version-2 header's digest needs only the header's bytes, which
+        // the length prefix bounds. With a second thread, the header is
+        // hashed on it while this one parses the header. The digest is compared where an
+        // open on one thread takes it, after the parse, so every error is
+        // the one that open reports; a version-1 pack, or a header that
+        // does not parse, discards it.
+        let early = header::head_end(bytes).filter(|_| threads > 1);
+        let (parsed, early) = match early {
+            Some(end) => {
+                let (parsed, digests) =
+                    parallel::both(|| parse(bytes), || header::digests(&bytes[..end]));
+                (parsed, Some((end, digests)))
+            }
+            None => (parse(bytes), None),
         };
-        let format_version = match &found {
-            Found::InHeader(_) => FORMAT_VERSION,
-            Found::Value(value) => descriptor::check_version(value)?,
-        };
-        let header = unchecked.check()?;
+        let Parsed {
+            found,
+            format_version,
+            header,
+        } = parsed?;
         let pack_sha256 = if format_version == FORMAT_VERSION {
             only_metadata_keys(&header, &[DIGEST_KEY])?;
-            let found = header::digests(head(bytes, &header)?)?;
+            let head = head(bytes, &header)?;
+            let found = match early {
+                // The parse bounded the header as the prefix did.
+                Some((end, digests)) if end == head.len() => digests?,
+                _ => header::digests(head)?,
+            };
             if found.actual != found.stored {
                 return Err(PackError::HeaderChecksumMismatch {
                     stored: found.stored,

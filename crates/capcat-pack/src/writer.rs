@@ -1,18 +1,14 @@
 //! Building a pack: append records, then seal.
 
-use std::cmp::Reverse;
-
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::descriptor::FORMAT_VERSION;
-use crate::digest::{Crc64Nvme, Sha256Digest};
 use crate::dtype::Dtype;
-use crate::encode::{self, EncodedRecord};
 use crate::error::PackError;
-use crate::header::LENGTH_PREFIX;
-use crate::info::{PackInfo, RecordLocator, SealedPack};
+use crate::info::SealedPack;
+use crate::parallel;
 use crate::record::{IdentitySet, RecordMetadata};
+use crate::seal::{self, PendingRecord};
 use crate::values::{TensorValues, decode_bools};
 
 /// The most records any pack may hold, whatever its limits say: record keys
@@ -61,12 +57,6 @@ impl Default for PackLimits {
             max_payload_bytes: 1 << 30,
         }
     }
-}
-
-#[derive(Debug)]
-struct PendingRecord {
-    metadata: RecordMetadata,
-    payload: Bytes,
 }
 
 /// Accumulates records for one pack. Every append is validated, so a pack
@@ -199,112 +189,27 @@ impl PackWriter {
     /// the pack digest in its header, and computes every payload's SHA-256,
     /// the whole-file CRC-64/NVME and every locator.
     ///
-    /// Each payload is hashed right after it is copied into the file, while
-    /// its bytes are in cache, so the copy and the SHA-256 read the source
-    /// once. The payload bytes are hashed with SHA-256 once; the header is
-    /// hashed for the pack digest, and the whole file once more with the
-    /// (much cheaper) CRC.
+    /// The payload bytes are hashed with SHA-256 once and with the (much
+    /// cheaper) CRC once; the header is hashed for the pack digest. A pack
+    /// of 2 MiB of payload or more is hashed on up to four threads, the
+    /// caller's included (one per MiB of payload), while the caller's
+    /// thread writes the file; the threads end before `seal` returns, and
+    /// the file is the same byte for byte whatever their number.
     pub fn seal(self) -> Result<SealedPack, PackError> {
-        // safetensors orders the data section by descending dtype
-        // alignment, then by key; record keys sort in record order. The
-        // round-trip tests check that the safetensors crate reads these
-        // offsets back.
-        let mut order: Vec<usize> = (0..self.records.len()).collect();
-        order.sort_by_key(|&i| (Reverse(self.records[i].metadata.dtype.to_safetensors()), i));
-        let mut begins = vec![0u64; self.records.len()];
-        let mut next = 0u64;
-        for &i in &order {
-            begins[i] = next;
-            next += self.records[i].payload.len() as u64;
-        }
-        let encoded: Vec<EncodedRecord<'_>> = self
-            .records
-            .iter()
-            .zip(&begins)
-            .map(|(r, &begin)| EncodedRecord {
-                metadata: &r.metadata,
-                begin,
-                end: begin + r.payload.len() as u64,
-            })
-            .collect();
-        // One allocation for the whole file when the estimate holds (it is
-        // generous for metadata that needs no escaping); the header writer
-        // grows the buffer when it does not.
-        let header_estimate = 256
-            + self
-                .records
-                .iter()
-                .map(|r| 640 + 2 * metadata_text_len(&r.metadata))
-                .sum::<usize>();
+        let threads = parallel::threads_for(self.payload_bytes);
+        self.seal_on(threads)
+    }
+
+    /// [`PackWriter::seal`], copying and hashing the payloads in `threads`
+    /// runs.
+    pub(crate) fn seal_on(self, threads: usize) -> Result<SealedPack, PackError> {
         let payload_total =
             usize::try_from(self.payload_bytes).map_err(|_| PackError::TooManyBytes {
                 limit: self.limits.max_payload_bytes,
                 attempted: self.payload_bytes,
             })?;
-        let mut bytes = Vec::with_capacity(header_estimate + payload_total);
-        let skeleton = encode::write_skeleton(&mut bytes, self.pack_id, &encoded, &order)?;
-        let data_start = bytes.len();
-        let mut digests = vec![Sha256Digest([0; 32]); self.records.len()];
-        // The data section's CRC is taken payload by payload while each is
-        // in cache, and joined to the header's once the header is final.
-        let mut data_crc = Crc64Nvme::new();
-        for &i in &order {
-            let start = bytes.len();
-            bytes.extend_from_slice(&self.records[i].payload);
-            digests[i] = Sha256Digest::of(&bytes[start..]);
-            data_crc.update(&bytes[start..]);
-        }
-        let head = &mut bytes[..data_start];
-        for (slot, digest) in skeleton.payload_slots.iter().zip(&digests) {
-            encode::fill_slot(head, *slot, digest);
-        }
-        let pack_sha256 = encode::seal_header(head);
-        let crc64nvme = data_crc.finish_after(head);
-        let data_start = LENGTH_PREFIX + skeleton.header_len;
-        let records = self
-            .records
-            .iter()
-            .zip(begins.iter().zip(digests))
-            .enumerate()
-            .map(|(index, (r, (&begin, sha256)))| RecordLocator {
-                index,
-                capture_id: r.metadata.identity.capture_id,
-                offset: data_start + begin,
-                length: r.payload.len() as u64,
-                sha256,
-            })
-            .collect();
-        let info = PackInfo {
-            pack_id: self.pack_id,
-            format_version: FORMAT_VERSION,
-            pack_sha256,
-            crc64nvme,
-            byte_length: bytes.len() as u64,
-            records,
-        };
-        Ok(SealedPack {
-            bytes: Bytes::from(bytes),
-            info,
-        })
+        seal::seal(self.pack_id, self.records, payload_total, threads)
     }
-}
-
-/// Bytes of free text in `metadata`, for sizing the header buffer.
-fn metadata_text_len(metadata: &RecordMetadata) -> usize {
-    let id = &metadata.identity;
-    id.tenant_id.len()
-        + id.experiment_id.len()
-        + id.run_id.len()
-        + metadata.model.len()
-        + metadata.module_path.len()
-        + metadata.hook.len()
-        + metadata.tensor_name.len()
-        + metadata
-            .tags
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 8)
-            .sum::<usize>()
-        + 24 * metadata.shape.len()
 }
 
 /// safetensors readers hold dimensions as `usize`; a pack whose shape does
