@@ -165,6 +165,12 @@ impl PackReader {
     /// digest is the SHA-256 of the whole file, which only
     /// [`PackReader::from_bytes_expecting`] can compare (version 1 covers
     /// the header's padding and JSON spacing with nothing else).
+    ///
+    /// A pack of 2 MiB or more is hashed on up to four threads, the
+    /// caller's included (one per MiB, at most the cores the process may
+    /// use): the header beside its parse, then the payloads. The threads
+    /// end before this returns, and the verdict, error included, is the
+    /// one a single thread gives.
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, PackError> {
         Self::open(bytes.into())
     }
@@ -205,8 +211,7 @@ impl PackReader {
     }
 
     /// Opens `bytes` hashing on up to `threads` threads: the header beside
-    /// its parse when there are two or more, and the payloads in `threads`
-    /// runs.
+    /// its parse when there are two or more, then the payloads.
     pub(crate) fn open_on(bytes: Bytes, threads: usize) -> Result<Self, PackError> {
         let opened = Self::check(&bytes, threads)?.finish(&bytes, threads)?;
         Ok(Self {
@@ -227,10 +232,10 @@ impl PackReader {
     fn check(bytes: &[u8], threads: usize) -> Result<Checked, PackError> {
         // A version-2 header's digest needs only the header's bytes, which
         // the length prefix bounds. With a second thread, the header is
-        // hashed on it while this one parses the header. The digest is compared where an
-        // open on one thread takes it, after the parse, so every error is
-        // the one that open reports; a version-1 pack, or a header that
-        // does not parse, discards it.
+        // hashed on it while this one parses the header. The digest is
+        // compared where an open on one thread takes it, after the parse,
+        // so every error is the one that open reports; a version-1 pack, or
+        // a header that does not parse, discards it.
         let early = header::head_end(bytes).filter(|_| threads > 1);
         let (parsed, early) = match early {
             Some(end) => {
