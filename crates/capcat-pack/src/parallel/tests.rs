@@ -159,14 +159,25 @@ fn mixed_pack() -> PackWriter {
         Dtype::BOOL,
         Dtype::I64,
     ];
+    let records: Vec<(Dtype, u64)> = (0..48u64)
+        .map(|index| {
+            let dtype = dtypes[index as usize % dtypes.len()];
+            let elements = if index % 11 == 3 {
+                0
+            } else {
+                1 + index * 37 % 500
+            };
+            (dtype, elements)
+        })
+        .collect();
+    pack_of(&records)
+}
+
+/// A pack of one record per `(dtype, elements)`, each a vector.
+fn pack_of(records: &[(Dtype, u64)]) -> PackWriter {
     let mut writer = PackWriter::new(Uuid::from_u128(7), PackLimits::default());
-    for index in 0..48u64 {
-        let dtype = dtypes[index as usize % dtypes.len()];
-        let elements = if index % 11 == 3 {
-            0
-        } else {
-            1 + index * 37 % 500
-        };
+    for (index, &(dtype, elements)) in records.iter().enumerate() {
+        let index = index as u64;
         let shape = vec![elements];
         let length = dtype.byte_length(&shape).expect("small") as usize;
         let payload: Vec<u8> = (0..length)
@@ -263,5 +274,38 @@ fn the_first_bad_record_is_reported_whatever_the_threads() {
             ),
             "{threads} threads: {error}"
         );
+    }
+}
+
+fn dtypes() -> impl Strategy<Value = Dtype> {
+    prop::sample::select(vec![
+        Dtype::F64,
+        Dtype::F32,
+        Dtype::BF16,
+        Dtype::I64,
+        Dtype::U8,
+        Dtype::BOOL,
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_pack_seals_and_opens_alike_on_any_number_of_threads(
+        records in prop::collection::vec((dtypes(), 0u64..300), 0..24),
+        changes in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..3),
+        threads in 2usize..6,
+    ) {
+        let one = pack_of(&records).seal_on(1).expect("seals");
+        let many = pack_of(&records).seal_on(threads).expect("seals");
+        prop_assert_eq!(&many.bytes, &one.bytes);
+        prop_assert_eq!(&many.info, &one.info);
+        let mut bytes = one.bytes.to_vec();
+        for (at, xor) in changes {
+            let at = at.index(bytes.len());
+            bytes[at] ^= xor;
+        }
+        prop_assert_eq!(verdict(&bytes, threads), verdict(&bytes, 1));
     }
 }
