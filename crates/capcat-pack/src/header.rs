@@ -64,8 +64,17 @@ impl HeaderHasher {
     }
 
     /// Hashes `head` up to `end`, whose bytes before it are final.
+    ///
+    /// # Panics
+    /// When `end` is before a point already hashed: a byte written there
+    /// now would be missing from the digest.
     pub(crate) fn hash_to(&mut self, head: &[u8], end: usize) {
         use sha2::Digest as _;
+        assert!(
+            end >= self.hashed,
+            "the header is hashed up to {}; {end} is behind",
+            self.hashed
+        );
         if end > self.hashed {
             self.sha.update(&head[self.hashed..end]);
             self.hashed = end;
