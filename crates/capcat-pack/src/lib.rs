@@ -64,6 +64,7 @@
 
 #![forbid(unsafe_code)]
 
+mod ahead;
 mod canonical;
 mod descriptor;
 mod digest;
@@ -78,6 +79,8 @@ mod reader;
 mod record;
 mod seal;
 mod summary;
+#[cfg(test)]
+mod test_packs;
 mod values;
 mod writer;
 

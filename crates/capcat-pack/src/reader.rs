@@ -3,11 +3,13 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::ahead::{self, HashedAhead};
 use crate::canonical;
 use crate::descriptor::{self, DIGEST_KEY, FORMAT_VERSION, METADATA_KEY, tensor_key};
 use crate::digest::{Sha256Digest, crc64nvme};
@@ -68,30 +70,62 @@ struct Checked {
     descriptor: DescriptorText,
     dtypes: Vec<Dtype>,
     locators: Vec<RecordLocator>,
+    /// Payload digests taken while the header was parsed.
+    ahead: HashedAhead,
+}
+
+/// How long an open on two or more threads hashes payloads ahead of its
+/// parse ([`ahead`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ahead {
+    /// Until the parse is done: the payloads left are hashed after it.
+    UntilParsed,
+    /// Every payload the scan finds, however long the parse takes, so that
+    /// a test sees every digest used as taken ahead.
+    #[cfg(test)]
+    Everything,
 }
 
 impl Checked {
     /// Hashes every payload and compares its digest with the descriptor's,
     /// and checks every `BOOL` byte, in record order.
     ///
-    /// The records are cut into jobs of about equal bytes, which up to
-    /// `threads` threads share ([`parallel::share`]). Each job stops at its
-    /// first bad record and the jobs are in record order, so the error
-    /// returned is the first bad record's, as a check on one thread finds.
+    /// A payload hashed ahead of the parse ([`ahead`]) is not hashed again:
+    /// its digest is of exactly the locator's bytes. The records are cut
+    /// into jobs of about equal bytes still to hash, which up to `threads`
+    /// threads share ([`parallel::share`]). Each job stops at its first bad
+    /// record and the jobs are in record order, so the error returned is the
+    /// first bad record's, as a check on one thread finds.
     fn finish(self, bytes: &[u8], threads: usize) -> Result<Self, PackError> {
-        let lengths: Vec<u64> = self.locators.iter().map(|l| l.length).collect();
-        let total = lengths.iter().sum();
-        let jobs = parallel::runs_by_bytes(&lengths, parallel::jobs_for(total, threads));
+        let ahead: Vec<Option<Sha256Digest>> = self
+            .locators
+            .iter()
+            .map(|l| self.ahead.digest(l.offset, l.length))
+            .collect();
+        let to_hash: Vec<u64> = self
+            .locators
+            .iter()
+            .zip(&ahead)
+            .map(|(l, ahead)| if ahead.is_some() { 0 } else { l.length })
+            .collect();
+        let total = to_hash.iter().sum();
+        let threads = threads.min(parallel::threads_for(total));
+        let jobs = parallel::runs_by_bytes(&to_hash, parallel::jobs_for(total, threads));
         parallel::share(
             threads,
             jobs.len(),
             |job| {
                 let run = jobs[job].clone();
-                let records = self.locators[run.clone()].iter().zip(&self.dtypes[run]);
-                for (locator, dtype) in records {
-                    verify_payload_digest(locator, slice(bytes, locator))?;
+                let records = self.locators[run.clone()]
+                    .iter()
+                    .zip(&self.dtypes[run.clone()])
+                    .zip(&ahead[run]);
+                for ((locator, dtype), ahead) in records {
+                    let payload = slice(bytes, locator);
+                    let actual = ahead.unwrap_or_else(|| Sha256Digest::of(payload));
+                    compare_payload_digest(locator, actual)?;
                     if *dtype == Dtype::BOOL {
-                        decode_bools(slice(bytes, locator), &format!("record {}", locator.index))?;
+                        decode_bools(payload, &format!("record {}", locator.index))?;
                     }
                 }
                 Ok::<(), PackError>(())
@@ -168,9 +202,9 @@ impl PackReader {
     ///
     /// A pack of 2 MiB or more is hashed on up to four threads, the
     /// caller's included (one per MiB, at most the cores the process may
-    /// use): the header beside its parse, then the payloads. The threads
-    /// end before this returns, and the verdict, error included, is the
-    /// one a single thread gives.
+    /// use): the header and then payloads beside its parse, then the
+    /// payloads left. The threads end before this returns, and the verdict,
+    /// error included, is the one a single thread gives.
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<Self, PackError> {
         Self::open(bytes.into())
     }
@@ -213,7 +247,39 @@ impl PackReader {
     /// Opens `bytes` hashing on up to `threads` threads: the header beside
     /// its parse when there are two or more, then the payloads.
     pub(crate) fn open_on(bytes: Bytes, threads: usize) -> Result<Self, PackError> {
-        let opened = Self::check(&bytes, threads)?.finish(&bytes, threads)?;
+        Self::open_with(bytes, threads, Ahead::UntilParsed)
+    }
+
+    /// Like [`PackReader::open_on`], hashing payloads ahead of the parse as
+    /// `ahead` says.
+    pub(crate) fn open_with(bytes: Bytes, threads: usize, ahead: Ahead) -> Result<Self, PackError> {
+        let checked = Self::check(&bytes, threads, ahead)?;
+        Self::finished(bytes, checked, threads)
+    }
+
+    /// Opens `bytes` with `hashed` in place of the digests its parse took
+    /// ahead, to show what [`Checked::finish`] makes of digests it did not
+    /// take itself.
+    #[cfg(test)]
+    pub(crate) fn open_with_hashed_ahead(
+        bytes: Bytes,
+        threads: usize,
+        hashed: HashedAhead,
+    ) -> Result<Self, PackError> {
+        let checked = Self::check(&bytes, threads, Ahead::UntilParsed)?;
+        Self::finished(
+            bytes,
+            Checked {
+                ahead: hashed,
+                ..checked
+            },
+            threads,
+        )
+    }
+
+    /// The reader of `bytes`, once `checked` has checked their payloads.
+    fn finished(bytes: Bytes, checked: Checked, threads: usize) -> Result<Self, PackError> {
+        let opened = checked.finish(&bytes, threads)?;
         Ok(Self {
             bytes,
             format_version: opened.format_version,
@@ -229,21 +295,47 @@ impl PackReader {
 
     /// Every check of opening but the payload digests and `BOOL` bytes
     /// ([`Checked::finish`]).
-    fn check(bytes: &[u8], threads: usize) -> Result<Checked, PackError> {
+    fn check(bytes: &[u8], threads: usize, ahead: Ahead) -> Result<Checked, PackError> {
         // A version-2 header's digest needs only the header's bytes, which
         // the length prefix bounds. With a second thread, the header is
-        // hashed on it while this one parses the header. The digest is
+        // hashed on it while this one parses the header, and then payloads
+        // are hashed on it until the parse is done (`ahead`). The digest is
         // compared where an open on one thread takes it, after the parse,
         // so every error is the one that open reports; a version-1 pack, or
         // a header that does not parse, discards it.
         let early = header::head_end(bytes).filter(|_| threads > 1);
-        let (parsed, early) = match early {
+        let (parsed, early, hashed_ahead) = match early {
             Some(end) => {
-                let (parsed, digests) =
-                    parallel::both(|| parse(bytes), || header::digests(&bytes[..end]));
-                (parsed, Some((end, digests)))
+                let parsed = AtomicBool::new(false);
+                #[cfg(test)]
+                let never = AtomicBool::new(false);
+                let stop = match ahead {
+                    Ahead::UntilParsed => &parsed,
+                    #[cfg(test)]
+                    Ahead::Everything => &never,
+                };
+                let (parsed, (digests, hashed_ahead)) = parallel::both(
+                    || {
+                        let result = parse(bytes);
+                        parsed.store(true, Ordering::Release);
+                        result
+                    },
+                    || {
+                        let digests = header::digests(&bytes[..end]);
+                        // A header whose digest is wrong fails the open, so
+                        // no payload is worth hashing.
+                        let hashed_ahead = match &digests {
+                            Ok(found) if found.actual == found.stored => {
+                                ahead::hash(bytes, end, stop)
+                            }
+                            _ => HashedAhead::default(),
+                        };
+                        (digests, hashed_ahead)
+                    },
+                );
+                (parsed, Some((end, digests)), hashed_ahead)
             }
-            None => (parse(bytes), None),
+            None => (parse(bytes), None, HashedAhead::default()),
         };
         let Parsed {
             found,
@@ -358,6 +450,7 @@ impl PackReader {
             descriptor,
             dtypes,
             locators,
+            ahead: hashed_ahead,
         })
     }
 
@@ -568,7 +661,11 @@ pub(crate) fn verify_payload_digest(
     locator: &RecordLocator,
     payload: &[u8],
 ) -> Result<(), PackError> {
-    let actual = Sha256Digest::of(payload);
+    compare_payload_digest(locator, Sha256Digest::of(payload))
+}
+
+/// `actual`, the digest of the record's payload, against the descriptor's.
+fn compare_payload_digest(locator: &RecordLocator, actual: Sha256Digest) -> Result<(), PackError> {
     if actual == locator.sha256 {
         Ok(())
     } else {

@@ -1,15 +1,14 @@
 //! The cut into runs, the thread helpers, and seal and open giving the same
 //! bytes and the same verdicts on any number of threads.
 
-use std::collections::BTreeMap;
-
-use proptest::prelude::*;
-use uuid::Uuid;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use proptest::prelude::*;
+
 use super::*;
-use crate::{CaptureIdentity, Dtype, PackLimits, PackReader, PackWriter, RecordMetadata};
+use crate::reader::Ahead;
+use crate::test_packs::{mixed_pack, pack_of};
+use crate::{Dtype, PackReader};
 
 proptest! {
     #[test]
@@ -148,69 +147,6 @@ fn a_panic_in_a_job_reaches_the_caller() {
     );
 }
 
-/// A pack of mixed dtypes, so that the file order (by dtype alignment) is
-/// not the record order, with empty payloads among them.
-fn mixed_pack() -> PackWriter {
-    let dtypes = [
-        Dtype::BF16,
-        Dtype::F64,
-        Dtype::U8,
-        Dtype::F32,
-        Dtype::BOOL,
-        Dtype::I64,
-    ];
-    let records: Vec<(Dtype, u64)> = (0..48u64)
-        .map(|index| {
-            let dtype = dtypes[index as usize % dtypes.len()];
-            let elements = if index % 11 == 3 {
-                0
-            } else {
-                1 + index * 37 % 500
-            };
-            (dtype, elements)
-        })
-        .collect();
-    pack_of(&records)
-}
-
-/// A pack of one record per `(dtype, elements)`, each a vector.
-fn pack_of(records: &[(Dtype, u64)]) -> PackWriter {
-    let mut writer = PackWriter::new(Uuid::from_u128(7), PackLimits::default());
-    for (index, &(dtype, elements)) in records.iter().enumerate() {
-        let index = index as u64;
-        let shape = vec![elements];
-        let length = dtype.byte_length(&shape).expect("small") as usize;
-        let payload: Vec<u8> = (0..length)
-            .map(|i| {
-                if dtype == Dtype::BOOL {
-                    (i % 2) as u8
-                } else {
-                    (i * 13 + index as usize) as u8
-                }
-            })
-            .collect();
-        let metadata = RecordMetadata {
-            identity: CaptureIdentity {
-                tenant_id: "tenant".to_owned(),
-                experiment_id: "experiment".to_owned(),
-                run_id: "run".to_owned(),
-                captured_at_ns: index,
-                capture_id: Uuid::from_u128(u128::from(index) + 1),
-            },
-            model: "model".to_owned(),
-            module_path: format!("layers.{index}"),
-            hook: "forward_output".to_owned(),
-            step: index,
-            tensor_name: "output".to_owned(),
-            dtype,
-            shape,
-            tags: BTreeMap::new(),
-        };
-        writer.append(metadata, payload).expect("valid record");
-    }
-    writer
-}
-
 #[test]
 fn a_pack_sealed_on_any_number_of_threads_is_the_same_pack() {
     let one = mixed_pack().seal_on(1).expect("seals");
@@ -226,7 +162,13 @@ fn a_pack_sealed_on_any_number_of_threads_is_the_same_pack() {
 
 /// What opening `bytes` on `threads` threads says, as text.
 fn verdict(bytes: &[u8], threads: usize) -> String {
-    match PackReader::open_on(bytes::Bytes::copy_from_slice(bytes), threads) {
+    verdict_with(bytes, threads, Ahead::UntilParsed)
+}
+
+/// What opening `bytes` on `threads` threads, hashing payloads ahead of the
+/// parse as `ahead` says, says as text.
+fn verdict_with(bytes: &[u8], threads: usize, ahead: Ahead) -> String {
+    match PackReader::open_with(bytes::Bytes::copy_from_slice(bytes), threads, ahead) {
         Ok(reader) => format!("ok {}", reader.pack_sha256()),
         Err(error) => format!("{error:?}"),
     }
@@ -247,6 +189,11 @@ fn an_open_on_any_number_of_threads_gives_the_same_verdict() {
                 expected,
                 "byte {at}, {threads} threads"
             );
+            assert_eq!(
+                verdict_with(&changed, threads, Ahead::Everything),
+                expected,
+                "byte {at}, {threads} threads, every payload hashed ahead"
+            );
         }
     }
 }
@@ -265,15 +212,18 @@ fn the_first_bad_record_is_reported_whatever_the_threads() {
     }
     assert!(sealed.info.records[43].offset < sealed.info.records[2].offset);
     for threads in 1..=5 {
-        let error = PackReader::open_on(bytes::Bytes::copy_from_slice(&bytes), threads)
-            .expect_err("two payloads are bad");
-        assert!(
-            matches!(
-                error,
-                crate::PackError::PayloadChecksumMismatch { index: 2, .. }
-            ),
-            "{threads} threads: {error}"
-        );
+        for ahead in [Ahead::UntilParsed, Ahead::Everything] {
+            let error =
+                PackReader::open_with(bytes::Bytes::copy_from_slice(&bytes), threads, ahead)
+                    .expect_err("two payloads are bad");
+            assert!(
+                matches!(
+                    error,
+                    crate::PackError::PayloadChecksumMismatch { index: 2, .. }
+                ),
+                "{threads} threads, {ahead:?}: {error}"
+            );
+        }
     }
 }
 
@@ -306,6 +256,8 @@ proptest! {
             let at = at.index(bytes.len());
             bytes[at] ^= xor;
         }
-        prop_assert_eq!(verdict(&bytes, threads), verdict(&bytes, 1));
+        let one = verdict(&bytes, 1);
+        prop_assert_eq!(verdict(&bytes, threads), one.clone());
+        prop_assert_eq!(verdict_with(&bytes, threads, Ahead::Everything), one);
     }
 }

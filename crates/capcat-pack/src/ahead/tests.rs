@@ -1,0 +1,148 @@
+//! The scan for payloads to hash ahead, and an open's use of what it hashed.
+
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+use crate::header::head_end;
+use crate::test_packs::mixed_pack;
+use crate::{PackError, PackReader};
+
+/// Everything the scan hashes in `file`, never told to stop.
+fn hash_all(file: &[u8]) -> HashedAhead {
+    let data_start = head_end(file).expect("a header that fits the file");
+    hash(file, data_start, &AtomicBool::new(false))
+}
+
+/// A file of `header` (its length prefix added) and `data`.
+fn file_of(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(data);
+    file
+}
+
+#[test]
+fn every_payload_a_written_pack_names_is_hashed_ahead() {
+    let sealed = mixed_pack().seal_on(1).expect("seals");
+    let ahead = hash_all(&sealed.bytes);
+    for record in &sealed.info.records {
+        assert_eq!(
+            ahead.digest(record.offset, record.length),
+            Some(record.sha256),
+            "record {}",
+            record.index
+        );
+    }
+    let payload_bytes: u64 = sealed.info.records.iter().map(|r| r.length).sum();
+    assert_eq!(ahead.bytes(), payload_bytes);
+    // Empty payloads next to each other share a range, kept once.
+    assert!(ahead.len() <= sealed.info.records.len());
+    assert!(ahead.len() > sealed.info.records.len() / 2);
+}
+
+#[test]
+fn nothing_is_hashed_once_told_to_stop() {
+    let sealed = mixed_pack().seal_on(1).expect("seals");
+    let data_start = head_end(&sealed.bytes).expect("fits");
+    let ahead = hash(&sealed.bytes, data_start, &AtomicBool::new(true));
+    assert_eq!(ahead.len(), 0);
+}
+
+#[test]
+fn only_the_offsets_of_a_tensor_entry_are_read_and_only_inside_the_data() {
+    let data = b"01234567890123456789";
+    // The key escaped inside a string is not the key. Leading zeros, a sign,
+    // a fraction, spaces, a reversed range, a range past the data and a
+    // number past u64 are not read. `[2,5]` is named twice and kept once.
+    let header = concat!(
+        r#"{"__metadata__":{"capcat":"{\"data_offsets\":[0,1]}"},"#,
+        r#""a":{"data_offsets":[01,3]},"b":{"data_offsets":[-1,3]},"#,
+        r#""c":{"data_offsets":[1.0,3]},"d":{"data_offsets": [1,3]},"#,
+        r#""e":{"data_offsets":[5,4]},"f":{"data_offsets":[4,21]},"#,
+        r#""g":{"data_offsets":[18446744073709551616,1]},"#,
+        r#""h":{"data_offsets":[2,5]},"i":{"data_offsets":[2,5]},"#,
+        r#""j":{"data_offsets":[6,10]}}"#,
+    );
+    let file = file_of(header, data);
+    let ahead = hash_all(&file);
+    let data_start = (8 + header.len()) as u64;
+    assert_eq!(ahead.len(), 2);
+    assert_eq!(
+        ahead.digest(data_start + 2, 3),
+        Some(Sha256Digest::of(b"234"))
+    );
+    assert_eq!(
+        ahead.digest(data_start + 6, 4),
+        Some(Sha256Digest::of(b"6789"))
+    );
+    // Not a range it hashed: another length, another offset.
+    assert_eq!(ahead.digest(data_start + 2, 4), None);
+    assert_eq!(ahead.digest(data_start + 3, 3), None);
+}
+
+#[test]
+fn ranges_named_many_times_cost_at_most_one_pass_over_the_data() {
+    let data = [7u8; 64];
+    let entries: Vec<String> = (0..10)
+        .map(|i| format!(r#""t{i}":{{"data_offsets":[0,{}]}}"#, 40 + i))
+        .collect();
+    let header = format!("{{{}}}", entries.join(","));
+    let ahead = hash_all(&file_of(&header, &data));
+    // Searching from the end, [0,49] comes first and leaves 15 bytes of
+    // the 64: no other range fits in them.
+    assert_eq!(ahead.len(), 1);
+    assert_eq!(ahead.bytes(), 49);
+}
+
+#[test]
+fn a_digest_taken_ahead_is_used_only_for_its_exact_range() {
+    let sealed = mixed_pack().seal_on(1).expect("seals");
+    let wrong = Sha256Digest([0xee; 32]);
+    // Wrong digests beside every record's range, never on one.
+    let beside: Vec<(u64, u64, Sha256Digest)> = sealed
+        .info
+        .records
+        .iter()
+        .flat_map(|r| {
+            [
+                (r.offset, r.length + 1, wrong),
+                (r.offset + 1, r.length, wrong),
+            ]
+        })
+        .filter(|&(offset, length, _)| {
+            !sealed
+                .info
+                .records
+                .iter()
+                .any(|r| (r.offset, r.length) == (offset, length))
+        })
+        .collect();
+    for threads in 1..=3 {
+        let reader = PackReader::open_with_hashed_ahead(
+            sealed.bytes.clone(),
+            threads,
+            HashedAhead::from_digests(beside.clone()),
+        )
+        .expect("no wrong digest names a record's range");
+        assert_eq!(reader.pack_sha256(), sealed.info.pack_sha256);
+    }
+    // A wrong digest on a record's range is used, not hashed again: the open
+    // names that record.
+    let record = &sealed.info.records[17];
+    assert!(record.length > 0);
+    for threads in 1..=3 {
+        let error = PackReader::open_with_hashed_ahead(
+            sealed.bytes.clone(),
+            threads,
+            HashedAhead::from_digests(vec![(record.offset, record.length, wrong)]),
+        )
+        .expect_err("the digest taken ahead is wrong");
+        assert!(
+            matches!(
+                error,
+                PackError::PayloadChecksumMismatch { index: 17, actual, .. } if actual == wrong
+            ),
+            "{threads} threads: {error}"
+        );
+    }
+}
