@@ -181,6 +181,141 @@ fn head<'a>(bytes: &'a [u8], header: &header::Header) -> Result<&'a [u8], PackEr
     Ok(&bytes[..end])
 }
 
+/// What an open finds in a parsed header, with each error where an open
+/// reports it: those of `digest_at` before the header digest is compared,
+/// those of `located` after. Both are found before the digest is compared,
+/// while another thread may still be hashing; neither has an effect, so
+/// the order they are found in does not show.
+struct Examined {
+    format_version: u32,
+    /// For version 2, the length of the header bytes `[0, 8 + N)` the pack
+    /// digest covers; for version 1, none.
+    digest_at: Result<Option<usize>, PackError>,
+    located: Result<Located, PackError>,
+}
+
+/// The records a header and its descriptor agree on.
+struct Located {
+    pack_id: Uuid,
+    descriptor: DescriptorText,
+    dtypes: Vec<Dtype>,
+    locators: Vec<RecordLocator>,
+}
+
+/// Parses the header of `bytes` and examines it ([`Examined`]).
+fn examine(bytes: &[u8]) -> Result<Examined, PackError> {
+    let Parsed {
+        found,
+        format_version,
+        header,
+    } = parse(bytes)?;
+    let digest_at = if format_version == FORMAT_VERSION {
+        only_metadata_keys(&header, &[DIGEST_KEY])
+            .and_then(|()| head(bytes, &header))
+            .map(|head| Some(head.len()))
+    } else {
+        // Version 1 has one metadata key and no pack digest in its header.
+        only_metadata_keys(&header, &[]).map(|()| None)
+    };
+    Ok(Examined {
+        format_version,
+        digest_at,
+        located: locate(found, format_version, header),
+    })
+}
+
+/// Checks that the header's entries and the descriptor's records agree,
+/// record for record, and locates each record's payload.
+fn locate(
+    found: Found<'_>,
+    format_version: u32,
+    header: header::Header,
+) -> Result<Located, PackError> {
+    // Declared here so that the facts can borrow it in one arm.
+    let text: Arc<String>;
+    let (facts, descriptor) = match found {
+        Found::InHeader(in_header) => (
+            descriptor::canonical_facts(in_header.parsed),
+            DescriptorText::InHeader(in_header.range),
+        ),
+        Found::Value(value) => {
+            text = Arc::new(descriptor::descriptor_text(value, format_version)?);
+            (
+                descriptor::facts(&text, format_version)?,
+                DescriptorText::Text(Arc::clone(&text)),
+            )
+        }
+    };
+    let data_start = header.data_start;
+    // Record entries sorted by index, consumed in descriptor order.
+    let mut entries = header.records.into_iter().peekable();
+    let mut locators = Vec::with_capacity(facts.records.len());
+    let mut dtypes = Vec::with_capacity(facts.records.len());
+    // The writer refuses a second record for one capture identity; so
+    // does the reader, or the catalog would get two rows that collapse.
+    let mut identities = IdentitySet::default();
+    let records = &facts.records;
+    for (index, record) in records.iter().enumerate() {
+        if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
+            &records[i].tenant_id
+        }) {
+            return Err(PackError::DuplicateCapture {
+                tenant_id: record.tenant_id.clone().into_owned(),
+                capture_id: record.capture_id,
+            });
+        }
+        // Indexes are consumed in order, so the next entry is this
+        // record's or the record has none.
+        let entry = match entries.next_if(|(i, _)| *i == index) {
+            Some((_, entry)) => entry,
+            None => {
+                return Err(PackError::MissingTensor {
+                    index,
+                    key: tensor_key(index),
+                });
+            }
+        };
+        if entry.dtype != record.dtype {
+            return Err(PackError::EntryDisagrees {
+                index,
+                field: "dtype",
+                entry: entry.dtype.to_string(),
+                descriptor: record.dtype.to_string(),
+            });
+        }
+        if entry.shape != record.shape {
+            return Err(PackError::EntryDisagrees {
+                index,
+                field: "shape",
+                entry: format!("{:?}", entry.shape),
+                descriptor: format!("{:?}", record.shape),
+            });
+        }
+        dtypes.push(record.dtype);
+        locators.push(RecordLocator {
+            index,
+            capture_id: record.capture_id,
+            offset: data_start + entry.begin,
+            length: entry.end - entry.begin,
+            sha256: record.payload_sha256,
+        });
+    }
+    if let Some((index, _)) = entries.next() {
+        return Err(PackError::UnexpectedTensor {
+            key: tensor_key(index),
+        });
+    }
+    if let Some((key, _)) = header.others.into_iter().next() {
+        return Err(PackError::UnexpectedTensor { key });
+    }
+    Ok(Located {
+        pack_id: facts.pack_id,
+        descriptor,
+        dtypes,
+        locators,
+    })
+}
+
 impl PackReader {
     /// Opens and verifies a pack held in memory.
     ///
@@ -298,26 +433,27 @@ impl PackReader {
     fn check(bytes: &[u8], threads: usize, ahead: Ahead) -> Result<Checked, PackError> {
         // A version-2 header's digest needs only the header's bytes, which
         // the length prefix bounds. With a second thread, the header is
-        // hashed on it while this one parses the header, and then payloads
-        // are hashed on it until the parse is done (`ahead`). The digest is
-        // compared where an open on one thread takes it, after the parse,
-        // so every error is the one that open reports; a version-1 pack, or
-        // a header that does not parse, discards it.
+        // hashed on it while this one parses and examines the header, and
+        // then payloads are hashed on it until that is done (`ahead`). The
+        // digest is compared where an open on one thread compares it, after
+        // the parse and before what the examination found, so every error
+        // is the one that open reports; a version-1 pack, or a header that
+        // does not parse, discards it.
         let early = header::head_end(bytes).filter(|_| threads > 1);
-        let (parsed, early, hashed_ahead) = match early {
+        let (examined, early, hashed_ahead) = match early {
             Some(end) => {
-                let parsed = AtomicBool::new(false);
+                let examined = AtomicBool::new(false);
                 #[cfg(test)]
                 let never = AtomicBool::new(false);
                 let stop = match ahead {
-                    Ahead::UntilParsed => &parsed,
+                    Ahead::UntilParsed => &examined,
                     #[cfg(test)]
                     Ahead::Everything => &never,
                 };
-                let (parsed, (digests, hashed_ahead)) = parallel::both(
+                let (found, (digests, hashed_ahead)) = parallel::both(
                     || {
-                        let result = parse(bytes);
-                        parsed.store(true, Ordering::Release);
+                        let result = examine(bytes);
+                        examined.store(true, Ordering::Release);
                         result
                     },
                     || {
@@ -333,116 +469,42 @@ impl PackReader {
                         (digests, hashed_ahead)
                     },
                 );
-                (parsed, Some((end, digests)), hashed_ahead)
+                (found, Some((end, digests)), hashed_ahead)
             }
-            None => (parse(bytes), None, HashedAhead::default()),
+            None => (examine(bytes), None, HashedAhead::default()),
         };
-        let Parsed {
-            found,
+        let Examined {
             format_version,
-            header,
-        } = parsed?;
-        let pack_sha256 = if format_version == FORMAT_VERSION {
-            only_metadata_keys(&header, &[DIGEST_KEY])?;
-            let head = head(bytes, &header)?;
-            let found = match early {
-                // The parse bounded the header as the prefix did.
-                Some((end, digests)) if end == head.len() => digests?,
-                _ => header::digests(head)?,
-            };
-            if found.actual != found.stored {
-                return Err(PackError::HeaderChecksumMismatch {
-                    stored: found.stored,
-                    actual: found.actual,
-                });
-            }
-            found.stored
-        } else {
-            // Version 1: one metadata key, and the pack's digest is the
-            // SHA-256 of the whole file, which only a caller holding the
-            // recorded digest can compare (the header's padding and JSON
-            // spacing are covered by nothing else).
-            only_metadata_keys(&header, &[])?;
-            Sha256Digest::of(bytes)
-        };
-        // Declared here so that the facts can borrow it in one arm.
-        let text: Arc<String>;
-        let (facts, descriptor) = match found {
-            Found::InHeader(in_header) => (
-                descriptor::canonical_facts(in_header.parsed),
-                DescriptorText::InHeader(in_header.range),
-            ),
-            Found::Value(value) => {
-                text = Arc::new(descriptor::descriptor_text(value, format_version)?);
-                (
-                    descriptor::facts(&text, format_version)?,
-                    DescriptorText::Text(Arc::clone(&text)),
-                )
-            }
-        };
-        let data_start = header.data_start;
-        // Record entries sorted by index, consumed in descriptor order.
-        let mut entries = header.records.into_iter().peekable();
-        let mut locators = Vec::with_capacity(facts.records.len());
-        let mut dtypes = Vec::with_capacity(facts.records.len());
-        // The writer refuses a second record for one capture identity; so
-        // does the reader, or the catalog would get two rows that collapse.
-        let mut identities = IdentitySet::default();
-        let records = &facts.records;
-        for (index, record) in records.iter().enumerate() {
-            if !identities.insert(&record.tenant_id, record.capture_id, index, |i| {
-                &records[i].tenant_id
-            }) {
-                return Err(PackError::DuplicateCapture {
-                    tenant_id: record.tenant_id.clone().into_owned(),
-                    capture_id: record.capture_id,
-                });
-            }
-            // Indexes are consumed in order, so the next entry is this
-            // record's or the record has none.
-            let entry = match entries.next_if(|(i, _)| *i == index) {
-                Some((_, entry)) => entry,
-                None => {
-                    return Err(PackError::MissingTensor {
-                        index,
-                        key: tensor_key(index),
+            digest_at,
+            located,
+        } = examined?;
+        let pack_sha256 = match digest_at? {
+            Some(head_len) => {
+                let found = match early {
+                    // The parse bounded the header as the prefix did.
+                    Some((end, digests)) if end == head_len => digests?,
+                    _ => header::digests(&bytes[..head_len])?,
+                };
+                if found.actual != found.stored {
+                    return Err(PackError::HeaderChecksumMismatch {
+                        stored: found.stored,
+                        actual: found.actual,
                     });
                 }
-            };
-            if entry.dtype != record.dtype {
-                return Err(PackError::EntryDisagrees {
-                    index,
-                    field: "dtype",
-                    entry: entry.dtype.to_string(),
-                    descriptor: record.dtype.to_string(),
-                });
+                found.stored
             }
-            if entry.shape != record.shape {
-                return Err(PackError::EntryDisagrees {
-                    index,
-                    field: "shape",
-                    entry: format!("{:?}", entry.shape),
-                    descriptor: format!("{:?}", record.shape),
-                });
-            }
-            dtypes.push(record.dtype);
-            locators.push(RecordLocator {
-                index,
-                capture_id: record.capture_id,
-                offset: data_start + entry.begin,
-                length: entry.end - entry.begin,
-                sha256: record.payload_sha256,
-            });
-        }
-        if let Some((index, _)) = entries.next() {
-            return Err(PackError::UnexpectedTensor {
-                key: tensor_key(index),
-            });
-        }
-        if let Some((key, _)) = header.others.into_iter().next() {
-            return Err(PackError::UnexpectedTensor { key });
-        }
-        let pack_id = facts.pack_id;
+            // Version 1: the pack's digest is the SHA-256 of the whole file,
+            // which only a caller holding the recorded digest can compare
+            // (the header's padding and JSON spacing are covered by nothing
+            // else).
+            None => Sha256Digest::of(bytes),
+        };
+        let Located {
+            pack_id,
+            descriptor,
+            dtypes,
+            locators,
+        } = located?;
         Ok(Checked {
             format_version,
             pack_id,
