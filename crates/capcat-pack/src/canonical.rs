@@ -167,6 +167,11 @@ impl<'a> Cursor<'a> {
         &self.text.as_bytes()[self.at..]
     }
 
+    // Inlined, so that a literal's length is a constant where it is
+    // compared: the compiler then compares a few words in place of calling
+    // `memcmp`, which for the 60,000 literals of a 4,096-record descriptor
+    // took a tenth of an open's parse.
+    #[inline(always)]
     pub(crate) fn try_lit(&mut self, lit: &[u8]) -> bool {
         let found = self.rest().starts_with(lit);
         if found {
@@ -175,13 +180,22 @@ impl<'a> Cursor<'a> {
         found
     }
 
+    #[inline(always)]
     pub(crate) fn lit(&mut self, lit: &[u8]) -> Option<()> {
         self.try_lit(lit).then_some(())
     }
 
     /// A literal of descriptor JSON, in the spelling this cursor reads.
+    ///
+    /// Each spelling is compared in its own branch, so that its length is a
+    /// constant there (see [`Cursor::try_lit`]).
+    #[inline(always)]
     fn json(&mut self, lit: Lit) -> Option<()> {
-        self.lit(if self.escaped { lit.escaped } else { lit.plain })
+        if self.escaped {
+            self.lit(lit.escaped)
+        } else {
+            self.lit(lit.plain)
+        }
     }
 
     /// A string with no escape and no control character (JSON refuses
@@ -193,11 +207,14 @@ impl<'a> Cursor<'a> {
         let start = self.at;
         let rest = self.rest();
         let len = special(rest)?;
-        let closing: &[u8] = if self.escaped { b"\\\"" } else { b"\"" };
-        if !rest[len..].starts_with(closing) {
-            return None;
-        }
-        self.at += len + closing.len();
+        // Each closing spelling in its own branch, of constant length (see
+        // [`Cursor::try_lit`]).
+        let closing = if self.escaped {
+            rest[len..].starts_with(b"\\\"").then_some(2)
+        } else {
+            rest[len..].starts_with(b"\"").then_some(1)
+        };
+        self.at += len + closing?;
         // `"` and `\\` are ASCII, so both ends are character boundaries.
         self.text.get(start..start + len)
     }
@@ -235,11 +252,17 @@ impl<'a> Cursor<'a> {
     /// fraction or exponent (the next literal refuses a `.` or `e`).
     pub(crate) fn number(&mut self) -> Option<u64> {
         let rest = self.rest();
-        let len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        // One pass reads the digits and their value; a value past u64 is
+        // refused, as `str::parse` refuses it.
+        let mut value = 0u64;
+        let mut len = 0;
+        for &byte in rest.iter().take_while(|b| b.is_ascii_digit()) {
+            value = value.checked_mul(10)?.checked_add(u64::from(byte - b'0'))?;
+            len += 1;
+        }
         if len == 0 || (len > 1 && rest[0] == b'0') {
             return None;
         }
-        let value = self.text.get(self.at..self.at + len)?.parse().ok()?;
         self.at += len;
         Some(value)
     }
