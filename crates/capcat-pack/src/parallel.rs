@@ -254,7 +254,7 @@ where
     B: Send,
 {
     let slot = Mutex::new(Some(second));
-    let run = || take(&slot).map(|second| second());
+    let run = || take_slot(&slot).map(|second| second());
     let run = &run;
     std::thread::scope(|scope| {
         let thread = spawn(scope, run);
@@ -290,7 +290,7 @@ fn joined<R>(handle: ScopedJoinHandle<'_, R>) -> R {
 }
 
 /// The slot's content, leaving it empty.
-fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+fn take_slot<T>(slot: &Mutex<Option<T>>) -> Option<T> {
     slot.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 

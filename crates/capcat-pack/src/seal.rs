@@ -47,12 +47,10 @@ pub(crate) fn seal(
         records.into_iter().map(|r| (r.metadata, r.payload)).unzip();
     let layout = Layout::of(&metadata, &payloads);
     let capture_ids: Vec<Uuid> = metadata.iter().map(|m| m.identity.capture_id).collect();
-    let lengths: Vec<u64> = layout
-        .order
-        .iter()
-        .map(|&i| payloads[i].len() as u64)
-        .collect();
-    let jobs = parallel::runs_by_bytes(&lengths, parallel::jobs_for(payload_total as u64, threads));
+    let jobs = parallel::runs_by_bytes(
+        &layout.lengths,
+        parallel::jobs_for(payload_total as u64, threads),
+    );
     let payloads = &payloads;
     let layout = &layout;
     let jobs = &jobs;
@@ -113,6 +111,9 @@ struct Layout {
     order: Vec<usize>,
     /// Each record's offset in the data section, by record index.
     begins: Vec<u64>,
+    /// Each payload's length in data-section order (`order`'s), which the
+    /// hashing jobs are cut by.
+    lengths: Vec<u64>,
 }
 
 impl Layout {
@@ -120,12 +121,19 @@ impl Layout {
         let mut order: Vec<usize> = (0..metadata.len()).collect();
         order.sort_by_key(|&i| (Reverse(metadata[i].dtype.to_safetensors()), i));
         let mut begins = vec![0u64; metadata.len()];
+        let mut lengths = Vec::with_capacity(order.len());
         let mut next = 0u64;
         for &i in &order {
+            let length = payloads[i].len() as u64;
             begins[i] = next;
-            next += payloads[i].len() as u64;
+            lengths.push(length);
+            next += length;
         }
-        Self { order, begins }
+        Self {
+            order,
+            begins,
+            lengths,
+        }
     }
 }
 
