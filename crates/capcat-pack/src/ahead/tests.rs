@@ -2,6 +2,8 @@
 
 use std::sync::atomic::AtomicBool;
 
+use proptest::prelude::*;
+
 use super::*;
 use crate::header::head_end;
 use crate::test_packs::mixed_pack;
@@ -144,5 +146,61 @@ fn a_digest_taken_ahead_is_used_only_for_its_exact_range() {
             ),
             "{threads} threads: {error}"
         );
+    }
+}
+
+/// A header piece: bytes of anything, or the key followed by text that may
+/// or may not be two offsets.
+fn header_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..12),
+        (
+            0u64..40,
+            0u64..40,
+            prop::sample::select(vec!["]", ",", "", "]]", "1]"])
+        )
+            .prop_map(|(begin, end, close)| format!(
+                r#""data_offsets":[{begin},{end}{close}"#
+            )
+            .into_bytes()),
+        prop::sample::select(vec![
+            br#""data_offsets":["#.to_vec(),
+            br#""data_offsets":[0"#.to_vec(),
+            br#""data_offsets":[99999999999999999999,1]"#.to_vec(),
+        ]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever the header holds, the scan stays inside the data section,
+    /// hashes at most its length, and every digest it gives is the digest
+    /// of the bytes it names.
+    #[test]
+    fn every_digest_taken_ahead_is_of_the_bytes_it_names(
+        pieces in prop::collection::vec(header_piece(), 0..24),
+        data in prop::collection::vec(any::<u8>(), 0..48),
+    ) {
+        let header = pieces.concat();
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(&header);
+        file.extend_from_slice(&data);
+        let data_start = 8 + header.len();
+        let ahead = hash(&file, data_start, &AtomicBool::new(false));
+        prop_assert!(ahead.bytes() <= data.len() as u64);
+        for &(offset, length, digest) in &ahead.digests {
+            let begin = usize::try_from(offset).expect("small");
+            let end = begin + usize::try_from(length).expect("small");
+            prop_assert!(begin >= data_start && end <= file.len());
+            prop_assert_eq!(digest, Sha256Digest::of(&file[begin..end]));
+            prop_assert_eq!(ahead.digest(offset, length), Some(digest));
+        }
+        // Sorted, each range once, as the lookup needs.
+        let ranges: Vec<(u64, u64)> = ahead.digests.iter().map(|&(o, l, _)| (o, l)).collect();
+        let mut sorted = ranges.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(ranges, sorted);
     }
 }
