@@ -5,8 +5,8 @@
 //! header's digest takes about half as long as its parse, so the second
 //! thread would then sit idle. Instead it goes on to the payloads: it finds
 //! the tensor entries' `data_offsets` in the header bytes by their spelling,
-//! without parsing, and hashes the payloads they name until the parse is
-//! done. The open then hashes only what is left.
+//! without parsing, and hashes the payloads they name until the caller's
+//! thread is done with the header. The open then hashes only what is left.
 //!
 //! Nothing found here is trusted. The scan may find a wrong range in a
 //! header spelled another way, or in one made to mislead it. A digest taken

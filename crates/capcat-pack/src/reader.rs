@@ -78,10 +78,11 @@ struct Checked {
 /// parse ([`ahead`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ahead {
-    /// Until the parse is done: the payloads left are hashed after it.
+    /// Until the header is parsed and examined: the payloads left are
+    /// hashed after that.
     UntilParsed,
-    /// Every payload the scan finds, however long the parse takes, so that
-    /// a test sees every digest used as taken ahead.
+    /// Every payload the scan finds, however long the header takes, so
+    /// that a test sees every digest used as taken ahead.
     #[cfg(test)]
     Everything,
 }
@@ -379,8 +380,9 @@ impl PackReader {
         Self::open_on(bytes, threads)
     }
 
-    /// Opens `bytes` hashing on up to `threads` threads: the header beside
-    /// its parse when there are two or more, then the payloads.
+    /// Opens `bytes` hashing on up to `threads` threads: with two or more,
+    /// the header and then payloads beside its parse, then the payloads
+    /// left.
     pub(crate) fn open_on(bytes: Bytes, threads: usize) -> Result<Self, PackError> {
         Self::open_with(bytes, threads, Ahead::UntilParsed)
     }
@@ -442,19 +444,19 @@ impl PackReader {
         let early = header::head_end(bytes).filter(|_| threads > 1);
         let (examined, early, hashed_ahead) = match early {
             Some(end) => {
-                let examined = AtomicBool::new(false);
+                let header_done = AtomicBool::new(false);
                 #[cfg(test)]
                 let never = AtomicBool::new(false);
                 let stop = match ahead {
-                    Ahead::UntilParsed => &examined,
+                    Ahead::UntilParsed => &header_done,
                     #[cfg(test)]
                     Ahead::Everything => &never,
                 };
-                let (found, (digests, hashed_ahead)) = parallel::both(
+                let (examined, (digests, hashed_ahead)) = parallel::both(
                     || {
-                        let result = examine(bytes);
-                        examined.store(true, Ordering::Release);
-                        result
+                        let examined = examine(bytes);
+                        header_done.store(true, Ordering::Release);
+                        examined
                     },
                     || {
                         let digests = header::digests(&bytes[..end]);
@@ -469,7 +471,7 @@ impl PackReader {
                         (digests, hashed_ahead)
                     },
                 );
-                (found, Some((end, digests)), hashed_ahead)
+                (examined, Some((end, digests)), hashed_ahead)
             }
             None => (examine(bytes), None, HashedAhead::default()),
         };
