@@ -22,6 +22,7 @@ use memchr::memmem;
 use sha2::{Digest as _, Sha256};
 
 use crate::digest::Sha256Digest;
+use crate::writer::MAX_RECORDS_CEILING;
 
 /// The spelling of an entry's offsets that the scan looks for. The writer
 /// writes it (docs/pack-format.md, section 1.1). Inside a JSON string every
@@ -83,9 +84,18 @@ impl HashedAhead {
 /// `data_start` is where the data section begins (`8 + N`); only ranges
 /// inside it are hashed, and at most its length in all, so a header that
 /// names one range many times costs no more than one pass over the data.
-/// `stop` is looked at between chunks of [`CHUNK_BYTES`]; a payload cut
-/// short by it is dropped.
+/// Empty ranges are left for the open (their digest costs nothing), and at
+/// most [`MAX_RECORDS_CEILING`] digests are kept, as many as a pack may
+/// have records: a header that names more ranges is refused by the parse,
+/// and the digests it would make here stay bounded meanwhile. `stop` is
+/// looked at between chunks of [`CHUNK_BYTES`]; a payload cut short by it
+/// is dropped.
 pub(crate) fn hash(file: &[u8], data_start: usize, stop: &AtomicBool) -> HashedAhead {
+    hash_at_most(file, data_start, stop, MAX_RECORDS_CEILING)
+}
+
+/// [`hash`], keeping at most `most` digests.
+fn hash_at_most(file: &[u8], data_start: usize, stop: &AtomicBool, most: usize) -> HashedAhead {
     let Some(header) = file.get(..data_start) else {
         return HashedAhead::default();
     };
@@ -97,14 +107,14 @@ pub(crate) fn hash(file: &[u8], data_start: usize, stop: &AtomicBool) -> HashedA
     // first reading through the descriptor. Each pass looks at one found
     // key, and there are fewer than the header's bytes.
     for found in memmem::rfind_iter(header, OFFSETS_KEY) {
-        if stop.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) || digests.len() >= most {
             break;
         }
         let Some((begin, end)) = offsets(&header[found + OFFSETS_KEY.len()..]) else {
             continue;
         };
         let length = end - begin;
-        if end > data_len || length > budget {
+        if length == 0 || end > data_len || length > budget {
             continue;
         }
         budget -= length;
