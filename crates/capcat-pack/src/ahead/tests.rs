@@ -5,9 +5,10 @@ use std::sync::atomic::AtomicBool;
 use proptest::prelude::*;
 
 use super::*;
-use crate::header::head_end;
-use crate::test_packs::mixed_pack;
-use crate::{PackError, PackReader};
+use crate::header::{DIGEST_SLOT, head_end, header_digest};
+use crate::reader::Ahead;
+use crate::test_packs::{mixed_pack, pack_of};
+use crate::{Dtype, PackError, PackReader};
 
 /// Everything the scan hashes in `file`, never told to stop.
 fn hash_all(file: &[u8]) -> HashedAhead {
@@ -183,6 +184,79 @@ fn a_digest_taken_ahead_is_used_only_for_its_exact_range() {
     }
 }
 
+/// `file` with its header text replaced by `edit` of it, padded again and
+/// given the pack digest of the new header, so that an open gets past the
+/// header digest to the payloads: a header made to mislead, as a writer
+/// could make it.
+fn with_header(file: &[u8], edit: impl Fn(&str) -> String) -> Vec<u8> {
+    let end = head_end(file).expect("a header that fits the file");
+    let text = std::str::from_utf8(&file[8..end]).expect("a UTF-8 header");
+    let mut header = edit(text.trim_end_matches(' ')).into_bytes();
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut edited = (header.len() as u64).to_le_bytes().to_vec();
+    edited.extend_from_slice(&header);
+    let head_len = edited.len();
+    edited.extend_from_slice(&file[end..]);
+    let digest = header_digest(&edited[..head_len]);
+    edited[DIGEST_SLOT..DIGEST_SLOT + 64].copy_from_slice(digest.to_hex().as_bytes());
+    edited
+}
+
+/// The verdict of an open of `file` on `threads` threads, as text.
+fn verdict(file: &[u8], threads: usize, ahead: Ahead) -> String {
+    match PackReader::open_with(bytes::Bytes::copy_from_slice(file), threads, ahead) {
+        Ok(reader) => format!("opens: {}", reader.pack_sha256()),
+        Err(error) => format!("{error:?}"),
+    }
+}
+
+/// The one-thread verdict of `file`, after checking that every number of
+/// threads, hashing ahead until the parse is done or everything it finds,
+/// gives the same.
+fn one_verdict(file: &[u8]) -> String {
+    let one = verdict(file, 1, Ahead::UntilParsed);
+    for threads in 2..=4 {
+        for ahead in [Ahead::UntilParsed, Ahead::Everything] {
+            assert_eq!(
+                verdict(file, threads, ahead),
+                one,
+                "{threads} threads, {ahead:?}"
+            );
+        }
+    }
+    one
+}
+
+#[test]
+fn swapped_offsets_under_a_good_header_digest_fail_on_the_same_record() {
+    let sealed = pack_of(&[(Dtype::U8, 100); 8]).seal_on(1).expect("seals");
+    let data_start = sealed.info.records[0].offset;
+    let spelling = |index: usize| {
+        let begin = sealed.info.records[index].offset - data_start;
+        format!(r#""data_offsets":[{begin},{}]"#, begin + 100)
+    };
+    let (two, five) = (spelling(2), spelling(5));
+    // The scan finds both entries and hashes the ranges they name; the
+    // parse gives record 2 the range of record 5, whose digest differs.
+    let swapped = with_header(&sealed.bytes, |text| {
+        text.replace(&two, "@")
+            .replace(&five, &two)
+            .replace('@', &five)
+    });
+    let verdict = one_verdict(&swapped);
+    assert!(
+        verdict.starts_with("PayloadChecksumMismatch") && verdict.contains("index: 2"),
+        "{verdict}"
+    );
+    // A spelling the scan does not find, which the parse reads: nothing is
+    // hashed ahead, and the pack opens.
+    let spaced = with_header(&sealed.bytes, |text| {
+        text.replace(r#""data_offsets":["#, r#""data_offsets": ["#)
+    });
+    assert!(one_verdict(&spaced).starts_with("opens"));
+    assert!(one_verdict(&with_header(&sealed.bytes, str::to_owned)).starts_with("opens"));
+}
+
 /// A header piece: bytes of anything, or the key followed by text that may
 /// or may not be two offsets.
 fn header_piece() -> impl Strategy<Value = Vec<u8>> {
@@ -238,3 +312,49 @@ proptest! {
         prop_assert_eq!(ranges, sorted);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Offsets moved, stretched or reversed under a good header digest: the
+    /// open gives the one-thread verdict on any number of threads.
+    #[test]
+    fn edited_offsets_under_a_good_header_digest_give_the_one_thread_verdict(
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), 0usize..4, 0u64..600),
+            1..4,
+        ),
+    ) {
+        let sealed = mixed_pack().seal_on(1).expect("seals");
+        let file = with_header(&sealed.bytes, |text| {
+            let mut text = text.to_owned();
+            for (which, how, n) in &edits {
+                let starts: Vec<usize> = text
+                    .match_indices(OFFSETS_KEY_TEXT)
+                    .map(|(at, _)| at + OFFSETS_KEY_TEXT.len())
+                    .collect();
+                let start = starts[which.index(starts.len())];
+                let close = start + text[start..].find(']').expect("a closed range");
+                let (begin, end) = text[start..close].split_once(',').expect("two offsets");
+                let begin: u64 = begin.parse().expect("an offset");
+                let end: u64 = end.parse().expect("an offset");
+                let edited = match how {
+                    0 => format!("{n},{}", n + end.abs_diff(begin)),
+                    1 => format!("{begin},{}", begin + n),
+                    2 => format!("{n},{end}"),
+                    _ => format!("{end},{begin}"),
+                };
+                text.replace_range(start..close, &edited);
+            }
+            text
+        });
+        let one = verdict(&file, 1, Ahead::UntilParsed);
+        for threads in 2..=4 {
+            prop_assert_eq!(verdict(&file, threads, Ahead::Everything), one.clone());
+            prop_assert_eq!(verdict(&file, threads, Ahead::UntilParsed), one.clone());
+        }
+    }
+}
+
+/// [`OFFSETS_KEY`] as text.
+const OFFSETS_KEY_TEXT: &str = r#""data_offsets":["#;
