@@ -83,7 +83,10 @@ impl HashedAhead {
 ///
 /// `data_start` is where the data section begins (`8 + N`); only ranges
 /// inside it are hashed, and at most its length in all, so a header that
-/// names one range many times costs no more than one pass over the data.
+/// names one range many times hashes no more bytes than one pass over the
+/// data. (Tiny ranges cost a SHA-256 block each whatever their length, so
+/// the CPU time may be more; the stop flag still ends the scan with the
+/// parse.)
 /// Empty ranges are left for the open (their digest costs nothing), and at
 /// most [`MAX_RECORDS_CEILING`] digests are kept, as many as a pack may
 /// have records: a header that names more ranges is refused by the parse,
