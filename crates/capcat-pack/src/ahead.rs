@@ -81,12 +81,13 @@ impl HashedAhead {
 /// Hashes the payloads that the header of `file` appears to name, last
 /// entry first, until `stop` is set or none is left.
 ///
-/// `data_start` is where the data section begins (`8 + N`); only ranges
+/// `data_start` is where the data section begins (`8 + N`). Only ranges
 /// inside it are hashed, and at most its length in all, so a header that
 /// names one range many times hashes no more bytes than one pass over the
-/// data. (Tiny ranges cost a SHA-256 block each whatever their length, so
-/// the CPU time may be more; the stop flag still ends the scan with the
-/// parse.)
+/// data. Tiny ranges cost a SHA-256 block each whatever their length, so
+/// the time may be more than that pass; the stop flag still ends the scan
+/// with the parse.
+///
 /// Empty ranges are left for the open (their digest costs nothing), and at
 /// most [`MAX_RECORDS_CEILING`] digests are kept, as many as a pack may
 /// have records: a header that names more ranges is refused by the parse,
