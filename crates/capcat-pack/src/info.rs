@@ -9,7 +9,7 @@ use crate::digest::Sha256Digest;
 /// Where one record's payload lives in its pack, and what it must hash to.
 ///
 /// This is what the catalog stores (`payload_offset`, `payload_length`,
-/// `payload_sha256`) and what [`crate::hydrate`] needs to fetch one payload
+/// `payload_sha256`) and what [`crate::hydrate()`] needs to fetch one payload
 /// with a single range read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RecordLocator {

@@ -16,7 +16,7 @@
 //!   descriptor and every checksum; decode records to [`TensorValues`].
 //!   It reads the current format and every older one from
 //!   [`OLDEST_FORMAT_VERSION`]; [`PackWriter`] writes only [`FORMAT_VERSION`].
-//! - [`hydrate`]: one range read for one record, verified against its
+//! - [`hydrate()`]: one range read for one record, verified against its
 //!   locator; [`RangeRead`] lets a store serve the range.
 //! - [`TensorSummary`] (version 2): exact order statistics for integers.
 //! - [`PackError`]: every bad input, typed; the reader never panics.
