@@ -2,7 +2,7 @@
 //! the executor and the scan arrive in every order, some twice, and are
 //! folded one at a time with capcat-proto's [`DemandRecord::join`]; the
 //! properties compare the running fold with a rebuild from the stored
-//! events ([`capcat_proto::demand::fold`]).
+//! events ([`capcat_proto::demand::fold()`]).
 //!
 //! The rejected folds are kept as alternative `absorb` steps, each the
 //! shape a seed round shipped and withdrew.

@@ -51,11 +51,11 @@ pub(crate) struct Common {
     /// environment variable sets the same value (catalog_url: --catalog;
     /// store_id, s3_endpoint, allow_insecure_http: --store; catalog_prefix:
     /// --prefix; spool_dir: --spool). An S3 store in the file is
-    /// s3_endpoint with store_id = "s3:<bucket>".
+    /// s3_endpoint with `store_id = "s3:<bucket>"`.
     #[arg(long, global = true)]
     config: Option<PathBuf>,
     /// The catalog: `embedded:<path>` (libchdb in this process, data at
-    /// <path>) or `http(s)://host:port` (a ClickHouse server; plain http://
+    /// `<path>`) or `http(s)://host:port` (a ClickHouse server; plain http://
     /// only on loopback unless allow_insecure_http); env CAPCAT_CATALOG,
     /// else the file's catalog_url, else `embedded:capcat-data/catalog`.
     /// Credentials have no flag (a flag shows in `ps`): env

@@ -10,7 +10,7 @@
 //!   [`PublisherCounters`].
 //! - [`read_demand`]: per-shard and total pending packs, bytes and oldest
 //!   age of a catalog.
-//! - [`compact`]: folds each shard's rows into one.
+//! - [`compact()`]: folds each shard's rows into one.
 //!
 //! See `docs/demand.md`.
 //!

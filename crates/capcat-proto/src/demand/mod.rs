@@ -5,7 +5,7 @@
 //! them, the bytes waiting and the seal time of each unmerged generation.
 //! Three sources report ([`Source`]): the writer, the executor (indexer) and
 //! the scan (reconciler). Records combine with [`DemandRecord::join`], a
-//! per-dimension least upper bound, so [`fold`] gives one answer for any
+//! per-dimension least upper bound, so [`fold()`] gives one answer for any
 //! order or duplication of the same events, and storage needs no
 //! compare-and-swap: events are appended ([`storage::append`]) and folded
 //! when read ([`storage::rebuild`]). [`status()`] summarises a fold for an

@@ -8,7 +8,7 @@ use capcat_proto::fragments::meaning::{self, Reach};
 use super::*;
 
 /// The properties whose violation the replay can look for on the real
-/// tables, each with the check [`Replay::violations_of`] runs.
+/// tables, each with the check that `Replay::violations_of` runs.
 pub const CHECKED_PROPERTIES: [&str; 6] = [
     "FencedOutWritesNothing",
     "PinnedSnapshotNeverGrows",
