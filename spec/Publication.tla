@@ -170,9 +170,13 @@ Contested == Cardinality({r.lid : r \in AtTerm(HeadTerm)}) > 1
 \* while a lease id has at most one row per term; with LateClaims a
 \* claimant's retry at the same term may land a second row of its id, which
 \* then hides a rival below it (the claim read-back still sees the rival).
+\* Without a head there is nothing to contest: HasHead comes first, because
+\* TLC may evaluate this as a branch of a disjunction even when an earlier
+\* disjunct (~HasHead) already holds, and Head is undefined on an empty table.
 HeadContested ==
-    LET others == AtTerm(HeadTerm) \ {Head}
-    IN others # {} /\ ~\E r \in others : r.lid = Head.lid
+    /\ HasHead
+    /\ LET others == AtTerm(HeadTerm) \ {Head}
+       IN others # {} /\ ~\E r \in others : r.lid = Head.lid
 HeadLive == HasHead /\ Head.exp > now
 \* A term holds a lease while any claim at it is live. A contested term
 \* holds no lease for anyone, but it is taken over only once every claim
