@@ -141,11 +141,13 @@ Pcs == {"idle", "lease_claim", "lease_claim_wait", "lease_readback",
         "alloc_head", "alloc_claim", "alloc_claim_wait", "alloc_readback",
         "early_inventory", "renew", "manifest",
         "manifest_wait", "commit", "commit_wait", "readback",
-        "inventory", "done", "release_wait", "released", "exhausted"}
+        "inventory", "done", "release_wait", "released", "exhausted",
+        "shut_down"}
 \* "lease_claim_wait", "alloc_claim_wait": waiting on a claim in flight
 \* (only with LateClaims).
-\* "exhausted": stopped, at one of the model's bounds (versions, terms, ids,
-\* passes) or by a shutdown after a failed pass; it may still release.
+\* "exhausted": stopped at one of the model's bounds (versions, terms, ids);
+\* "shut_down": stopped after a failed pass (by choice, or with no pass
+\* left). Either may still release.
 Modes == {"acquire", "renew"}
 
 Max(S) == IF S = {} THEN 0 ELSE CHOOSE x \in S : \A y \in S : y <= x
@@ -244,13 +246,16 @@ LocalInit(p, inc) == [pc |-> IF p \in inventory THEN "done" ELSE "idle",
                       v |-> 0, pid |-> 0, inc |-> inc, retry |-> FALSE,
                       exp |-> 0, unsettled |-> 0, passes |-> 1]
 
-\* Where a pass that ended with a failed guarded statement (a Timeout) or
-\* Unsettled goes: another pass under the lease it holds (allocate, renew,
-\* publish), while this incarnation has passes left, or the publisher
-\* stops (a shutdown, or the model's pass bound), from where it may release.
+\* Where a failed pass goes: another pass under the lease it holds
+\* (allocate, renew, publish), while this incarnation has passes left, or
+\* the publisher shuts down, from where it may release. A pass fails when a
+\* guarded statement was told Timeout, when a renewal finds it Unsettled,
+\* or when its publish reads back LostRace with no version left to try:
+\* capcat_proto gives up after max_publish_attempts, and the versions the
+\* model may allocate are its budget here (so the bound cuts no retry off).
 AfterFailedPass(p) ==
-    IF pub[p].passes < MaxPasses THEN {"alloc_head", "exhausted"}
-    ELSE {"exhausted"}
+    IF pub[p].passes < MaxPasses THEN {"alloc_head", "shut_down"}
+    ELSE {"shut_down"}
 \* The settle rule: a guarded statement told Timeout may still land until
 \* the expiry of the row it named. The rejected NoSettleAfterTimeout never
 \* records it.
@@ -728,6 +733,8 @@ ReadBackPublish(p) ==
         alien == \E w \in atV : w.pid # l.pid
         absent == IF HasHead /\ Head.lid = l.lid THEN "LostRace"
                   ELSE "LeaseLost"
+        \* No version is left for another attempt (ReadVersionHead's bound).
+        noVersionLeft == Max({c.v : c \in claims}) >= MaxVersion
         outcome == CASE Design = "CountOnlyReadBack" ->
                             IF atV # {} THEN "Won" ELSE absent
                    []   Design = "PostWriteCheck" ->
@@ -739,7 +746,12 @@ ReadBackPublish(p) ==
     IN /\ l.pc = "readback"
        /\ reports' = reports \cup {[p |-> p, v |-> l.v, pid |-> l.pid,
                                     pack |-> p, outcome |-> outcome]}
-       /\ pub' = [pub EXCEPT ![p].pc =
+       /\ IF outcome = "LostRace" /\ noVersionLeft
+             THEN \E next \in AfterFailedPass(p) :
+                      pub' = [pub EXCEPT ![p].pc = next,
+                                         ![p].passes = IF next = "alloc_head"
+                                                       THEN @ + 1 ELSE @]
+             ELSE pub' = [pub EXCEPT ![p].pc =
                      CASE outcome \in {"Won", "Conflict"} ->
                               IF Design = "InventoryBeforePublish"
                               THEN "done" ELSE "inventory"
@@ -771,7 +783,7 @@ WriteInventory(p) ==
 (* tombstone would let a successor take over at once. Mirrors             *)
 (* capcat_proto::lease (release) and its driver.                          *)
 IssueRelease(p) ==
-    /\ pub[p].pc \in {"done", "exhausted"}
+    /\ pub[p].pc \in {"done", "exhausted", "shut_down"}
     /\ pub[p].lid # NoLid
     /\ pub[p].unsettled = 0
     /\ inflight' = inflight \cup {Statement(p, "release", 0)}
@@ -809,7 +821,7 @@ ReReadSnapshot(r) ==
 (* crash of a capcat_proto::index driver.                                  *)
 CrashRestart(p) ==
     /\ crashes < MaxCrashes
-    /\ pub[p].pc \notin {"done", "released", "exhausted"}
+    /\ pub[p].pc \notin {"done", "released", "exhausted", "shut_down"}
     /\ crashes' = crashes + 1
     /\ pub' = [pub EXCEPT ![p] = LocalInit(p, crashes + 1)]
     /\ UNCHANGED <<desc, now, claims, lease, manifest, watermark, inventory,
@@ -945,14 +957,21 @@ VersionsUnique == \A a, b \in owners : a.v = b.v => a.cid = b.cid
 
 (* Liveness: a holder that keeps renewing eventually publishes: while it *)
 (* holds a live lease it either makes its pack visible, loses the lease, *)
-(* or stops: it runs out of the model's version, term, id or pass bounds, *)
-(* or shuts down after a failed pass (and then perhaps releases; a       *)
-(* release refused or told Timeout leaves the lease to expire, which the *)
-(* model's bounded clock may never reach).                                *)
+(* or stops: it runs out of the model's version, term or id bounds, or   *)
+(* shuts down after a failed pass while the clock runs (and then perhaps *)
+(* releases; a release refused or told Timeout leaves the lease to       *)
+(* expire, which the model's bounded clock may never reach).              *)
 \* A contested head term holds no lease for anyone: its claimants keep
 \* their ids (a refused acquire presents its id again) but wait it out.
 HoldsLive(p) == pub[p].lid # NoLid /\ FenceTrue(pub[p].lid) /\ ~Contested
-Stopped(p) == pub[p].pc \in {"exhausted", "release_wait", "released"}
+\* A shutdown after a failed pass is excused only while the clock runs: a
+\* statement may then time out, and the pass fail, through nobody's fault.
+\* On a frozen clock (MaxTime = 0) nothing times out or expires, so a live,
+\* uncontested holder's pass fails only by the design's own doing (the
+\* rejected CapAtLeastTtl: every guarded statement fenced out, every
+\* attempt LostRace), as in the Rust model's liveness check.
+Stopped(p) == \/ pub[p].pc \in {"exhausted", "release_wait", "released"}
+              \/ pub[p].pc = "shut_down" /\ MaxTime > 0
 HolderEventuallyPublishes ==
     \A p \in Publishers :
         HoldsLive(p) ~> (Visible(p) \/ ~HoldsLive(p) \/ Stopped(p))
