@@ -18,6 +18,7 @@ mod model;
 mod python;
 mod s3_server;
 mod spec;
+mod spec_replays;
 mod test;
 
 use std::process::ExitCode;

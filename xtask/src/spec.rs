@@ -17,13 +17,16 @@
 //!    spec's `Designs` set is exactly `VARIANTS`; and every rejected variant
 //!    has its `spec/variants/<MODEL>.<VARIANT>.cfg` (and no cfg names a
 //!    variant that does not exist). No spec may exist without a model.
+//! 3. Every replay in `spec/replays/` parses and runs at the bounds of the
+//!    variant cfg it replays, with its shipped-design control beside it
+//!    (`spec_replays`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Result, cache};
+use crate::{Result, cache, spec_replays};
 
 /// The npm packages the parser needs, as `spec/tools/package.json` pins them.
 const PARSER_PACKAGES: [&str; 2] = ["tree-sitter", "@tlaplus/tree-sitter-tlaplus"];
@@ -49,6 +52,7 @@ pub(crate) fn check() -> Result<()> {
     for model in &models {
         check_model(&spec_dir, model, &parsed, &mut problems)?;
     }
+    let replays = spec_replays::check(&spec_dir, &node_modules, &mut problems)?;
     let known: BTreeSet<&str> = models.iter().map(|m| m.model.as_str()).collect();
     for module in parsed.keys() {
         if !known.contains(module.as_str()) {
@@ -71,13 +75,15 @@ pub(crate) fn check() -> Result<()> {
                 model.variants.len(),
             );
         }
+        eprintln!("check-specs: {replays} replay cfg(s) in spec/replays/ match their variant cfgs");
         Ok(())
     } else {
         for problem in &problems {
             eprintln!("check-specs: {problem}");
         }
         Err(format!(
-            "{} mismatch(es) between spec/ and model-check/src/names.rs",
+            "{} mismatch(es) between spec/ and model-check/src/names.rs \
+             (or between a replay and its variant cfg)",
             problems.len()
         )
         .into())
@@ -116,7 +122,7 @@ fn ensure_parser(tools: &Path) -> Result<PathBuf> {
 }
 
 /// The files of `dir` ending in `.<extension>`, sorted.
-fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+pub(crate) fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut files = Vec::new();
     for entry in entries {
@@ -133,9 +139,9 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
 
 /// What the parser found in one module.
 #[derive(Debug, Default)]
-struct ParsedSpec {
+pub(crate) struct ParsedSpec {
     /// Operators defined at module level.
-    operators: BTreeSet<String>,
+    pub(crate) operators: BTreeSet<String>,
     /// Module-level operators that `Next` names directly.
     actions: BTreeSet<String>,
     /// The strings of the `Designs` set.
@@ -144,7 +150,7 @@ struct ParsedSpec {
 
 /// Runs `spec/tools/parse.js` over `specs`; fails on any syntax error.
 /// Returns the parsed modules by module name.
-fn parse_specs(
+pub(crate) fn parse_specs(
     spec_dir: &Path,
     node_modules: &Path,
     specs: &[PathBuf],
@@ -395,18 +401,22 @@ fn model_from(
 
 /// What a TLC `.cfg` file lists.
 #[derive(Debug, Default, PartialEq, Eq)]
-struct Cfg {
+pub(crate) struct Cfg {
     /// Names under `INVARIANT`/`INVARIANTS`.
-    invariants: BTreeSet<String>,
+    pub(crate) invariants: BTreeSet<String>,
     /// Names under `PROPERTY`/`PROPERTIES`.
-    properties: BTreeSet<String>,
+    pub(crate) properties: BTreeSet<String>,
     /// The string assigned to the `Design` constant, if any.
-    design: Option<String>,
+    pub(crate) design: Option<String>,
+    /// Every constant of the `CONSTANT`/`CONSTANTS` sections, by name: its
+    /// value's tokens joined by single spaces (`{p1, p2}`, `"Shipped"`),
+    /// or `<- Op` for a substitution.
+    pub(crate) constants: BTreeMap<String, String>,
 }
 
 /// Reads the parts of a TLC config that carry names. Comments (`\*` to the
 /// end of the line, `(* ... *)`) are skipped.
-fn parse_cfg(text: &str) -> Cfg {
+pub(crate) fn parse_cfg(text: &str) -> Cfg {
     const KEYWORDS: [&str; 18] = [
         "CONSTANT",
         "CONSTANTS",
@@ -451,10 +461,29 @@ fn parse_cfg(text: &str) -> Cfg {
     let tokens: Vec<&str> = without_comments.split_whitespace().collect();
     let mut cfg = Cfg::default();
     let mut section = "";
+    // The constant whose value the tokens that follow belong to.
+    let mut constant: Option<&str> = None;
     for (i, token) in tokens.iter().enumerate() {
         if KEYWORDS.contains(token) {
             section = token;
+            constant = None;
             continue;
+        }
+        if matches!(section, "CONSTANT" | "CONSTANTS") {
+            let next = tokens.get(i + 1).copied();
+            if matches!(next, Some("=" | "<-")) {
+                constant = Some(token);
+                cfg.constants.insert((*token).to_owned(), String::new());
+            } else if let Some(name) = constant {
+                let value = cfg.constants.entry(name.to_owned()).or_default();
+                if !value.is_empty() {
+                    value.push(' ');
+                }
+                // The `=` of an assignment is the value's start, not part of it.
+                if !(value.is_empty() && *token == "=") {
+                    value.push_str(token);
+                }
+            }
         }
         match section {
             "INVARIANT" | "INVARIANTS" => {
@@ -594,7 +623,7 @@ fn check_model(
 }
 
 /// Reads and parses one TLC config.
-fn read_cfg(path: &Path) -> Result<Cfg> {
+pub(crate) fn read_cfg(path: &Path) -> Result<Cfg> {
     let text =
         fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(parse_cfg(&text))
@@ -649,5 +678,18 @@ mod tests {
         assert_eq!(cfg.design.as_deref(), Some("BarrierOnly"));
         assert_eq!(cfg.invariants, ["Safe", "TypeOK"].map(str::to_owned).into());
         assert_eq!(cfg.properties, ["Live"].map(str::to_owned).into());
+        assert_eq!(cfg.constants.get("N").map(String::as_str), Some("3"));
+    }
+
+    #[test]
+    fn cfg_constants_keep_set_values_and_substitutions() {
+        let cfg = parse_cfg(
+            "CONSTANTS\n  Publishers = {p1, p2}\n  Script <- FooScript\n  Design = \"Shipped\"\n\
+             INVARIANTS TypeOK\n",
+        );
+        assert_eq!(cfg.constants["Publishers"], "{p1, p2}");
+        assert_eq!(cfg.constants["Script"], "<- FooScript");
+        assert_eq!(cfg.constants["Design"], "\"Shipped\"");
+        assert_eq!(cfg.constants.len(), 3);
     }
 }
