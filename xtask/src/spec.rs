@@ -406,12 +406,19 @@ pub(crate) struct Cfg {
     pub(crate) invariants: BTreeSet<String>,
     /// Names under `PROPERTY`/`PROPERTIES`.
     pub(crate) properties: BTreeSet<String>,
-    /// The string assigned to the `Design` constant, if any.
-    pub(crate) design: Option<String>,
     /// Every constant of the `CONSTANT`/`CONSTANTS` sections, by name: its
     /// value's tokens joined by single spaces (`{p1, p2}`, `"Shipped"`),
     /// or `<- Op` for a substitution.
     pub(crate) constants: BTreeMap<String, String>,
+}
+
+impl Cfg {
+    /// The string assigned to the `Design` constant, if any.
+    pub(crate) fn design(&self) -> Option<&str> {
+        self.constants
+            .get("Design")
+            .map(|value| value.trim_matches('"'))
+    }
 }
 
 /// Reads the parts of a TLC config that carry names. Comments (`\*` to the
@@ -492,11 +499,6 @@ pub(crate) fn parse_cfg(text: &str) -> Cfg {
             "PROPERTY" | "PROPERTIES" => {
                 cfg.properties.insert((*token).to_owned());
             }
-            "CONSTANT" | "CONSTANTS" if *token == "Design" && tokens.get(i + 1) == Some(&"=") => {
-                cfg.design = tokens
-                    .get(i + 2)
-                    .map(|value| value.trim_matches('"').to_owned());
-            }
             _ => {}
         }
     }
@@ -573,10 +575,10 @@ fn check_model(
         &properties,
         problems,
     );
-    if cfg.design.as_ref() != Some(shipped) {
+    if cfg.design() != Some(shipped.as_str()) {
         problems.push(format!(
             "{name}.cfg must set Design = \"{shipped}\", found {:?}",
-            cfg.design
+            cfg.design()
         ));
     }
 
@@ -605,10 +607,10 @@ fn check_model(
             &invariants,
             problems,
         );
-        if cfg.design.as_deref() != Some(variant) {
+        if cfg.design() != Some(variant) {
             problems.push(format!(
                 "variants/{file}.cfg must set Design = \"{variant}\", found {:?}",
-                cfg.design
+                cfg.design()
             ));
         }
     }
@@ -675,7 +677,7 @@ mod tests {
             "\\* INVARIANT NotThis\nSPECIFICATION Spec\nCONSTANTS\n  N = 3\n  Design = \"BarrierOnly\"\n\
              INVARIANTS\n  TypeOK (* Hidden *)\n  Safe\nPROPERTY Live\nCHECK_DEADLOCK FALSE\n",
         );
-        assert_eq!(cfg.design.as_deref(), Some("BarrierOnly"));
+        assert_eq!(cfg.design(), Some("BarrierOnly"));
         assert_eq!(cfg.invariants, ["Safe", "TypeOK"].map(str::to_owned).into());
         assert_eq!(cfg.properties, ["Live"].map(str::to_owned).into());
         assert_eq!(cfg.constants.get("N").map(String::as_str), Some("3"));
