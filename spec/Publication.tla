@@ -206,6 +206,9 @@ FencePasses(s) == HasHead /\ NamesHead(s) /\ Head.exp > now + Margin
 \* capcat_proto's VERSION_BARRIER: ifNull(max(index_version), 0) < V.
 PublishedHead == Max({w.v : w \in watermark})
 BarrierTrue(v) == PublishedHead < v
+\* The highest version claimed (allocate.read_head); the allocator has no
+\* version left once it reaches MaxVersion.
+ClaimedHead == Max({c.v : c \in claims})
 
 HasBarrier(kind) == kind \in {"manifest", "commit"}
                     /\ Design # "PostWriteCheck"
@@ -506,7 +509,7 @@ ReadBackLease(p) ==
 (* Allocator, step 1: read the highest claimed version.                  *)
 (* Mirrors capcat_proto::allocate.                                         *)
 ReadVersionHead(p) ==
-    LET seen == Max({c.v : c \in claims})
+    LET seen == ClaimedHead
     IN /\ pub[p].pc = "alloc_head"
        /\ pub' = [pub EXCEPT ![p].pc = IF seen < MaxVersion /\ Fresh(1)
                                        THEN "alloc_claim" ELSE "exhausted",
@@ -734,7 +737,7 @@ ReadBackPublish(p) ==
         absent == IF HasHead /\ Head.lid = l.lid THEN "LostRace"
                   ELSE "LeaseLost"
         \* No version is left for another attempt (ReadVersionHead's bound).
-        noVersionLeft == Max({c.v : c \in claims}) >= MaxVersion
+        noVersionLeft == ClaimedHead >= MaxVersion
         outcome == CASE Design = "CountOnlyReadBack" ->
                             IF atV # {} THEN "Won" ELSE absent
                    []   Design = "PostWriteCheck" ->
