@@ -20,6 +20,7 @@ mod s3_server;
 mod spec;
 mod spec_replays;
 mod test;
+mod test_binaries;
 
 use std::process::ExitCode;
 
@@ -69,8 +70,8 @@ fn main() -> ExitCode {
         "build-s3-server" => s3_server::ensure_binary().map(|path| println!("{}", path.display())),
         "check-specs" => spec::check(),
         "check-golden" => golden::check_python(),
-        "conform" => conform::run(),
-        "python" => python::run(rest),
+        "conform" => test_binaries::build().and_then(|bins| conform::run(&bins.conform)),
+        "python" => test_binaries::build().and_then(|bins| python::run(rest, &bins.capcat)),
         "lint-arch" => lint_arch::run(),
         "corpus" => corpus::run(rest),
         "model" => model::run(rest),

@@ -10,20 +10,13 @@ use std::process::Command;
 
 use crate::{Result, cache, engine, golden, s3_server};
 
-/// Builds, installs and tests the Python package. Extra arguments go to
-/// pytest (`-k NAME`, `-x`).
-pub(crate) fn run(extra: &[String]) -> Result<()> {
+/// Builds, installs and tests the Python package; the kill test's `capcat
+/// drain` runs `capcat`. Extra arguments go to pytest (`-k NAME`, `-x`).
+pub(crate) fn run(extra: &[String], capcat: &Path) -> Result<()> {
     let root = cache::repo_root();
     let libchdb = engine::ensure_libchdb()?;
     let s3_server = s3_server::ensure_binary()?;
-    cache::run(Command::new("cargo").current_dir(&root).args([
-        "build",
-        "--quiet",
-        "-p",
-        "capcat-cli",
-    ]))?;
     let target = cache::target_dir();
-    let capcat = target.join("debug").join("capcat");
     let python = golden::ensure_venv()?;
     let wheel = build_wheel(&root, &python, &target.join("python-wheel"))?;
     golden::pip_install(
@@ -39,7 +32,7 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
         .args(extra)
         .env("CAPCAT_LIBCHDB", &libchdb)
         .env("CAPCAT_S3_SERVER_BIN", &s3_server)
-        .env("CAPCAT_BIN", &capcat)
+        .env("CAPCAT_BIN", capcat)
         .env("CAPCAT_REQUIRE_ENGINES", "1");
     cache::run(&mut pytest).map_err(|e| {
         format!("the Python package's tests failed ({e}); pytest's report is above").into()

@@ -7,7 +7,9 @@
 
 use std::process::Command;
 
-use crate::{Result, cache, conform, engine, golden, lint_arch, python, s3_server, spec};
+use crate::{
+    Result, cache, conform, engine, golden, lint_arch, python, s3_server, spec, test_binaries,
+};
 
 /// Runs the whole test suite. Extra arguments go to `cargo nextest run`.
 pub(crate) fn run(extra: &[String]) -> Result<()> {
@@ -70,8 +72,11 @@ pub(crate) fn run(extra: &[String]) -> Result<()> {
 
     spec::check()?;
     golden::check_python()?;
-    conform::run()?;
-    python::run(&[])?;
+    // The binaries the nextest run built, not a `-p` build of each (see
+    // test_binaries.rs).
+    let binaries = test_binaries::build()?;
+    conform::run(&binaries.conform)?;
+    python::run(&[], &binaries.capcat)?;
     // The trace corpus the replay runs is checked inside the nextest run
     // above (capcat-tests' `corpus` tests, one per file): each export is a
     // breadth-first search, and as tests they overlap with the engine
