@@ -324,10 +324,33 @@ impl Resolved {
             Ok(_) => serde_json::Map::new(),
             Err(e) => return Err(CliError::Other(format!("settings: {e}"))),
         };
+        // JSON has no NaN or infinity and writes them as `null`, which
+        // would print a refused `nan` from a file as if it were unset; TOML
+        // spells them (`nan`, `inf`), so a float JSON could not write is
+        // shown as TOML shows it.
+        let spelled = toml::Table::try_from(&self.raw).unwrap_or_default();
         for (key, value) in fields {
-            let _ = writeln!(out, "{key} = {value}  ({})", self.source(&key));
+            let shown = match (&value, spelled.get(&key)) {
+                (serde_json::Value::Null, Some(toml::Value::Float(x))) => toml_float(*x),
+                _ => value.to_string(),
+            };
+            let _ = writeln!(out, "{key} = {shown}  ({})", self.source(&key));
         }
         Ok(out)
+    }
+}
+
+/// A float as TOML spells it: `nan`, `inf` and `-inf` for the values JSON
+/// cannot write.
+fn toml_float(x: f64) -> String {
+    if x.is_nan() {
+        "nan".to_owned()
+    } else if x == f64::INFINITY {
+        "inf".to_owned()
+    } else if x == f64::NEG_INFINITY {
+        "-inf".to_owned()
+    } else {
+        x.to_string()
     }
 }
 

@@ -736,6 +736,31 @@ fn every_key_of_a_config_file_is_effective_unless_a_flag_or_the_environment_sets
     }
 }
 
+/// A non-finite interval in a file is printed as the file spells it and
+/// then refused: `settings` used to print `status_interval_s = null
+/// (config file)`, as if the key were unset, above the error saying it is
+/// NaN, because the values were written as JSON, which has no NaN.
+#[test]
+fn settings_prints_a_refused_nan_or_infinity_as_the_file_spells_it() {
+    let work = tempfile::tempdir().unwrap();
+    for (line, refused) in [
+        ("status_interval_s = nan", "status_interval_s = NaN"),
+        ("lease_ttl_s = inf", "lease_ttl_s = inf"),
+        ("poll_interval_s = -inf", "poll_interval_s = -inf"),
+    ] {
+        let file = work.path().join("capcat.toml");
+        std::fs::write(&file, format!("{line}\n")).unwrap();
+        let (ok, said) = capcat_bare(&["--config", file.to_str().unwrap(), "settings"], &[]);
+        assert!(!ok, "{said}");
+        let expected = format!("{line}  (config file)");
+        assert!(
+            said.lines().any(|l| l == expected),
+            "missing {expected:?} in:\n{said}"
+        );
+        assert!(said.contains(refused), "{said}");
+    }
+}
+
 /// A catalog URL the transport would refuse is refused by `settings`
 /// too, before anything opens: plain HTTP off this machine without
 /// `allow_insecure_http` used to print as a valid setting and fail only
