@@ -259,6 +259,10 @@ LocalInit(p, inc) == [pc |-> IF p \in inventory THEN "done" ELSE "idle",
 AfterFailedPass(p) ==
     IF pub[p].passes < MaxPasses THEN {"alloc_head", "shut_down"}
     ELSE {"shut_down"}
+\* The passes count once the failed pass of p goes on to next, one of
+\* AfterFailedPass(p): another pass is one more started.
+PassesAfter(p, next) ==
+    IF next = "alloc_head" THEN pub[p].passes + 1 ELSE pub[p].passes
 \* The settle rule: a guarded statement told Timeout may still land until
 \* the expiry of the row it named. The rejected NoSettleAfterTimeout never
 \* records it.
@@ -494,8 +498,8 @@ ReadBackLease(p) ==
                      pub' = [pub EXCEPT ![p] = [held EXCEPT
                                  !.pc = next,
                                  !.passes = IF l.mode = "renew" /\ ~settled
-                                                /\ next = "alloc_head"
-                                            THEN @ + 1 ELSE @]]
+                                            THEN PassesAfter(p, next)
+                                            ELSE @]]
              \* A refused read-back keeps its lease id: an abandoned acquire
              \* claims again under it (its abandoned row is its own, never
              \* held against it), and a renewal refused by a rival's live row
@@ -670,8 +674,7 @@ Complete(s, killed) ==
        ELSE IF killed
        THEN \E next \in AfterFailedPass(p) :
                 pub' = [pub EXCEPT ![p].pc = next,
-                                   ![p].passes = IF next = "alloc_head"
-                                                 THEN @ + 1 ELSE @,
+                                   ![p].passes = PassesAfter(p, next),
                                    ![p].unsettled = Unsettle(p, s)]
        ELSE pub' = [pub EXCEPT ![p].pc = IF s.kind = "manifest"
                                          THEN "commit" ELSE "readback"]
@@ -752,8 +755,7 @@ ReadBackPublish(p) ==
        /\ IF outcome = "LostRace" /\ noVersionLeft
              THEN \E next \in AfterFailedPass(p) :
                       pub' = [pub EXCEPT ![p].pc = next,
-                                         ![p].passes = IF next = "alloc_head"
-                                                       THEN @ + 1 ELSE @]
+                                         ![p].passes = PassesAfter(p, next)]
              ELSE pub' = [pub EXCEPT ![p].pc =
                      CASE outcome \in {"Won", "Conflict"} ->
                               IF Design = "InventoryBeforePublish"
