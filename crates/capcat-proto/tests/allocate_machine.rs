@@ -15,6 +15,7 @@ fn an_uncontested_allocation_takes_head_plus_one() {
     let mut cat = FakeCatalog::new(&tables(), 0);
     cat.watermark.push((4, id(9)));
     let mut m = Allocate::new(tables(), Config::default(), id(1));
+    assert_eq!(m.claim_id(), id(1));
     let run = drive(&mut m, |s| cat.respond(s), |_| 0, 100);
     assert_eq!(
         run.outcome,
@@ -131,4 +132,32 @@ fn an_out_of_range_draw_is_refused_not_trusted() {
         run.outcome,
         Err(AllocateError::UnexpectedInput { .. })
     ));
+}
+
+/// The head read returns one row (`max()` over the watermark); any other
+/// count is a malformed answer, never a head taken from its first row.
+#[test]
+fn a_head_read_of_other_than_one_row_is_malformed() {
+    for count in [0, 2] {
+        let mut m = Allocate::new(tables(), Config::default(), id(1));
+        let row = vec![capcat_proto::Value::UInt64(4)];
+        let run = drive(
+            &mut m,
+            |_| common::rows(vec![row.clone(); count]),
+            |_| 0,
+            100,
+        );
+        assert_eq!(run.names(), ["allocate.read_head"], "{count} rows");
+        assert!(
+            matches!(
+                run.outcome,
+                Err(AllocateError::Malformed {
+                    statement: "allocate.read_head",
+                    ..
+                })
+            ),
+            "{count} rows: {:?}",
+            run.outcome
+        );
+    }
 }

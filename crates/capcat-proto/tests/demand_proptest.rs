@@ -126,6 +126,15 @@ proptest! {
         prop_assert_eq!(folded.shards["s"].pending(), sealed.saturating_sub(merged));
     }
 
+    /// The backlog over every shard is the sum of each shard's pending
+    /// packs, whatever else the events carry.
+    #[test]
+    fn total_pending_sums_every_shard(events in proptest::collection::vec(event(), 0..40)) {
+        let folded = fold(&events);
+        let sum: u64 = folded.shards.values().map(DemandRecord::pending).sum();
+        prop_assert_eq!(folded.total_pending(), sum);
+    }
+
     #[test]
     fn the_stored_text_round_trips(a in record()) {
         prop_assert_eq!(decode(&encode(&a)), Ok(a));

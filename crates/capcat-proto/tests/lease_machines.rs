@@ -163,6 +163,7 @@ fn a_contested_term_is_abandoned_by_every_claimant() {
     let mut log = LeaseLog::new(&tables(), 1_000);
     let (mut a, mut b) = contend(&mut log, (0, 0));
     for m in [&mut a, &mut b] {
+        assert_eq!(m.attempts(), 2, "the second attempt has started");
         match m.poll() {
             Step::Execute(s) => assert_eq!(s.name, "lease.read_head", "both go round again"),
             other => panic!("a contested claimant must not finish: {other:?}"),
@@ -295,6 +296,81 @@ fn renew_extends_the_same_lease_by_a_whole_ttl_at_a_new_term() {
         log.now_ns + TTL,
         "a whole TTL from the server's now"
     );
+}
+
+/// The settle rule, as the spec's `settled` states it: a renewal settles an
+/// abandoned statement only when the server stamped its claim after the
+/// expiry of the row the statement named. The rule is strict with one
+/// nanosecond to spare: the fence's margin makes such a statement land
+/// strictly before that expiry, so a claim stamped at it would be safe too
+/// (the model holds with `>=`; its state counts move). Code, spec and model
+/// keep the one strict rule, and this pins it on both sides.
+#[test]
+fn a_renewal_settles_an_abandoned_statement_only_when_stamped_after_the_row_it_named_expired() {
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    let mut lease = acquire(&mut log, "a", None, 1).expect("acquire");
+    let named_expiry = log.now_ns + 5_000;
+    lease.unsettled_until_ns = named_expiry;
+    log.now_ns = named_expiry;
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease);
+    let at_the_moment = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100)
+        .outcome
+        .expect("renewed");
+    assert_eq!(at_the_moment.claimed_at_ns(TTL), named_expiry);
+    assert_eq!(
+        at_the_moment.unsettled_until_ns, named_expiry,
+        "stamped at the named row's expiry: still unsettled"
+    );
+    log.now_ns = named_expiry + 1;
+    let mut m = LeaseClaim::renew(tables(), cfg(), at_the_moment);
+    let after = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100)
+        .outcome
+        .expect("renewed");
+    assert!(!after.unsettled(), "stamped one nanosecond later: settled");
+}
+
+/// A head term with a rival's row beside the holder's is contested, so
+/// nobody holds it and a renewal is refused; two rows of the holder's own
+/// lease at one term (a late row of an earlier attempt) are no contest.
+#[test]
+fn renew_is_refused_over_a_contested_head_but_not_over_two_rows_of_its_own() {
+    // In ClickHouse's UUID order `own` sorts above `rival`, so the holder's
+    // row is the head row and the rival's the second row the read returns.
+    let own = uuid::Uuid::parse_str("ffffffff-ffff-ffff-ffff-ffffffffffff").expect("uuid");
+    let rival = uuid::Uuid::parse_str("00000000-0000-0000-0000-000000000001").expect("uuid");
+    let lease = Lease {
+        lease_id: own,
+        holder: "a".into(),
+        term: 4,
+        expires_at_ns: u64::MAX,
+        unsettled_until_ns: 0,
+    };
+    let row = |lease_id| LeaseRow {
+        term: 4,
+        lease_id,
+        holder: "x".into(),
+        expires_at_ns: u64::MAX,
+    };
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    log.rows.extend([row(own), row(rival)]);
+    assert_eq!(log.head().map(|h| h.lease_id), Some(own));
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease.clone());
+    let run = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100);
+    assert_eq!(run.names(), ["lease.read_head"], "refused without a claim");
+    match run.outcome {
+        Err(LeaseError::NotHeld {
+            head: Some(head), ..
+        }) => assert!(head.contested && head.lease_id == own, "{head:?}"),
+        other => panic!("a contested head is nobody's: {other:?}"),
+    }
+
+    let mut log = LeaseLog::new(&tables(), 1_000);
+    log.rows.extend([row(own), row(own)]);
+    let mut m = LeaseClaim::renew(tables(), cfg(), lease);
+    let renewed = drive(&mut m, |s| log.respond(s).expect("lease"), |_| 0, 100)
+        .outcome
+        .expect("two rows of its own lease are not a contest");
+    assert_eq!((renewed.lease_id, renewed.term), (own, 5));
 }
 
 #[test]

@@ -47,6 +47,21 @@ fn publish(
 }
 
 #[test]
+fn a_publish_names_its_version_attempt_and_lease() {
+    let (_, lease) = catalog_with_lease(1);
+    let m = Publish::new(
+        tables(),
+        Config::default(),
+        lease.clone(),
+        7,
+        packs(2),
+        id(50),
+    );
+    assert_eq!((m.version(), m.publish_id()), (7, id(50)));
+    assert_eq!(m.lease(), &lease);
+}
+
+#[test]
 fn an_uncontested_publish_wins_in_six_statements() {
     let (mut cat, lease) = catalog_with_lease(1);
     let run = publish(&mut cat, Config::default(), lease, 1, id(50));
