@@ -237,3 +237,57 @@ fn a_dead_tombstone_over_a_live_claim_leaves_the_term_held_on_the_real_engine() 
         "the head row is dead but the term has a live row"
     );
 }
+
+/// The fakes and the model take the lease head from `meaning::lease_head`,
+/// which orders UUIDs as ClickHouse does (low 64 bits first, then high).
+/// Held against the engine's own `ORDER BY` of `lease.read_head`, for ids
+/// whose byte order disagrees with the engine's, ids whose low halves tie
+/// (the high halves decide), and one id twice (the expiry decides).
+#[test]
+fn the_lease_head_the_fakes_compute_is_the_one_the_engine_reads() {
+    let Some(engine) = engine("lease_order") else {
+        return;
+    };
+    let id = |high: u64, low: u64| Uuid::from_u128(u128::from(high) << 64 | u128::from(low));
+    let row = |lease_id: Uuid, expires_at_ns: u64| capcat_proto::fragments::meaning::LeaseRow {
+        term: 7,
+        lease_id,
+        expires_at_ns,
+        holder: lease_id.to_string(),
+    };
+    let cases = [
+        [row(id(u64::MAX, 1), 9), row(id(1, u64::MAX), 9)],
+        [row(id(1, 5), 9), row(id(2, 5), 9)],
+        [row(id(2, 5), 9), row(id(1, 5), 9)],
+        [row(id(3, 3), 8), row(id(3, 3), 9)],
+    ];
+    for (n, rows) in cases.iter().enumerate() {
+        let t = Tables::new(&format!("live_order{n}")).expect("prefix");
+        setup(engine, &t);
+        for r in rows {
+            let insert = format!(
+                "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
+                 VALUES ({term}, '{id}', '{holder}', 1, {exp})",
+                lease = t.publisher_lease(),
+                term = r.term,
+                id = r.lease_id,
+                holder = r.holder,
+                exp = r.expires_at_ns,
+            );
+            engine.execute(&Request::new(&insert)).expect("row lands");
+        }
+        let expected = capcat_proto::fragments::meaning::lease_head(rows).expect("rows");
+        let Input::Rows(read) = execute(engine, &lease::sql::read_head(&t)) else {
+            panic!("case {n}: the head read failed")
+        };
+        let head = read.0.first().expect("a head row");
+        assert_eq!(
+            (&head[1], &head[3]),
+            (
+                &capcat_proto::Value::Uuid(expected.lease_id),
+                &capcat_proto::Value::UInt64(expected.expires_at_ns)
+            ),
+            "case {n}: {rows:?}"
+        );
+    }
+}
