@@ -420,6 +420,23 @@ mod tests {
         assert!(is_live_head(&rewritten, sent_under.lease_id, 10));
     }
 
+    /// The model's ground truth for `FencedOutWritesNothing`: a lease is
+    /// the live head only while one of its rows heads the log and that row
+    /// has not expired. An oracle that said yes too often would let every
+    /// fenced-out write pass unseen.
+    #[test]
+    fn the_live_head_is_the_head_rows_lease_until_that_row_expires() {
+        let (mine, rival) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let rows = [row(1, 1, 100), row(2, 2, 80)];
+        assert!(is_live_head(&rows, rival, 79));
+        assert!(!is_live_head(&rows, rival, 80), "expired at its expiry");
+        assert!(
+            !is_live_head(&rows, mine, 10),
+            "a live row below the head is not the head"
+        );
+        assert!(!is_live_head(&[], mine, 0), "an empty log has no head");
+    }
+
     #[test]
     fn the_read_back_skips_released_rivals_and_returns_duplicates() {
         let me = Uuid::from_u128(1);
