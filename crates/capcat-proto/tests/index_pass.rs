@@ -628,3 +628,20 @@ fn statement_counts_of_an_uncontended_publish_and_a_16_pack_pass() {
     assert_eq!(run.named("index.insert_descriptors").len(), 1);
     assert_eq!(run.statements.len(), 1 + 3 + 1 + 6 + 1);
 }
+
+/// Every id a pass derives from its seed is its own: no two attempts share
+/// a claim id or a publish id, no claim id is ever a publish id, and none
+/// is the seed. A collision would let one attempt's read-back count
+/// another attempt's row as its own. Held for a seed with every low bit
+/// set, one with none, and the tests' seed.
+#[test]
+fn the_ids_of_every_attempt_are_distinct_from_each_other_and_from_the_seed() {
+    for seed in [SEED, uuid::Uuid::nil(), uuid::Uuid::max()] {
+        let mut seen = BTreeSet::from([seed]);
+        for attempt in 0..512 {
+            let (claim_id, publish_id) = attempt_ids(seed, attempt);
+            assert!(seen.insert(claim_id), "{seed}: claim id of {attempt}");
+            assert!(seen.insert(publish_id), "{seed}: publish id of {attempt}");
+        }
+    }
+}
