@@ -14,6 +14,7 @@ use capcat_proto::{
     CaptureDescriptor, IndexError, IndexPass, IndexReport, InsertData, Lease, LeaseClaim, Param,
     Tables, Value,
 };
+use capcat_proto::{Input, Machine, Step};
 use common::{FakeCatalog, drive, id};
 
 const TTL: u64 = 30_000_000_000;
@@ -644,4 +645,60 @@ fn the_ids_of_every_attempt_are_distinct_from_each_other_and_from_the_seed() {
             assert!(seen.insert(publish_id), "{seed}: publish id of {attempt}");
         }
     }
+}
+
+/// What a pass says about itself while it runs, statement by statement:
+/// the attempt, the packs it has still to record, the publish it runs and
+/// the publish whose packs it is recording. Here the first attempt loses
+/// its version to another publisher and the second wins.
+#[test]
+fn a_pass_reports_its_attempt_batch_and_publish_at_every_statement() {
+    let (mut cat, lease) = catalog_with_lease();
+    let mut m = IndexPass::new(tables(), Config::default(), lease, batch(2, 1), SEED);
+    let mut raced = false;
+    let mut seen = Vec::new();
+    for _ in 0..1_000 {
+        match m.poll() {
+            Step::Execute(s) => {
+                seen.push((
+                    s.name,
+                    m.attempts(),
+                    m.pending().len(),
+                    m.publishing().map(capcat_proto::Publish::version),
+                    m.recording(),
+                ));
+                if s.name == "publish.insert_manifest" && !raced {
+                    raced = true;
+                    let v = common::u64_param(&s, "index_version");
+                    cat.watermark.push((v, id(777)));
+                }
+                let input = cat.respond(&s);
+                m.handle(input);
+            }
+            Step::Draw { .. } => m.handle(Input::Drawn(0)),
+            Step::Done(outcome) => {
+                assert!(outcome.is_ok(), "{outcome:?}");
+                break;
+            }
+        }
+    }
+    let (_, winner) = attempt_ids(SEED, 1);
+    assert_eq!(
+        seen.first(),
+        Some(&("index.read_committed", 1, 0, None, None)),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.contains(&("publish.insert_manifest", 1, 2, Some(1), None)),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.contains(&("publish.insert_manifest", 2, 2, Some(2), None)),
+        "{seen:#?}"
+    );
+    assert_eq!(
+        seen.last(),
+        Some(&("index.insert_inventory", 2, 2, None, Some(winner))),
+        "{seen:#?}"
+    );
 }
