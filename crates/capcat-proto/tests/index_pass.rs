@@ -251,6 +251,13 @@ fn a_partly_committed_batch_publishes_only_the_new_packs() {
             ..
         }) => {
             assert_eq!((packs.len(), skipped.len(), descriptors), (2, 1, 4));
+            let pack = |p: u128| ("s3".to_owned(), id(1_000_000 + p));
+            assert_eq!(
+                skipped,
+                BTreeSet::from([pack(0)]),
+                "the pack committed before"
+            );
+            assert_eq!(packs, BTreeSet::from([pack(1), pack(2)]));
         }
         other => panic!("{other:?}"),
     }
