@@ -398,6 +398,55 @@ fn a_version_1_header_is_read_by_the_version_1_rules() {
     ));
 }
 
+/// A version-1 envelope whose descriptor says it is of version 2: the
+/// descriptor is refused, and the error names the envelope as what
+/// declared the version.
+#[test]
+fn a_descriptor_that_contradicts_its_envelope_is_refused_naming_the_envelope() {
+    let bytes = with_header(&sample().bytes, |h| {
+        let Value::Object(m) = &mut h["__metadata__"] else {
+            panic!("object")
+        };
+        m.remove(DIGEST_KEY);
+        let descriptor = m[METADATA_KEY].as_str().expect("string").to_owned();
+        assert!(descriptor.starts_with(r#"{"format_version":2,"#));
+        let envelope = serde_json::json!({
+            "format_version": 1,
+            "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
+            "descriptor": descriptor,
+        });
+        m.insert(METADATA_KEY.to_owned(), Value::String(envelope.to_string()));
+    });
+    let error = open(bytes).to_string();
+    assert!(
+        error.contains("the descriptor says format_version 2 but the envelope says 1"),
+        "{error}"
+    );
+}
+
+/// A free-text field or the tags of another JSON type are refused with an
+/// error that says what was expected (the descriptor here is re-spelled,
+/// so it is read by `serde_json`, not the writer's fast path).
+#[test]
+fn a_descriptor_field_of_the_wrong_type_is_refused_saying_what_was_expected() {
+    let cases: [(&str, Value, &str); 3] = [
+        ("model", 5.into(), "expected a string"),
+        ("tags", serde_json::json!({"k": 5}), "expected a string"),
+        (
+            "tags",
+            serde_json::json!(["k"]),
+            "expected an object of strings",
+        ),
+    ];
+    for (field, value, expected) in cases {
+        let bytes = with_descriptor(&sample().bytes, |d| {
+            d["records"][0][field] = value.clone();
+        });
+        let error = open(bytes).to_string();
+        assert!(error.contains(expected), "{field} = {value}: {error}");
+    }
+}
+
 #[test]
 fn an_unknown_format_version_is_refused() {
     for version in [0, 3] {
