@@ -72,7 +72,9 @@ proptest! {
             .expect("a sealed pack verifies");
         prop_assert_eq!(reader.pack_id(), Uuid::from_u128(pack_id));
         prop_assert_eq!(reader.len(), records.len());
+        prop_assert_eq!(reader.is_empty(), records.is_empty());
         prop_assert_eq!(&reader.info(), &sealed.info);
+        prop_assert_eq!(reader.locators(), &sealed.info.records[..]);
 
         // The safetensors crate sees the same tensors under the same keys.
         let st = safetensors::SafeTensors::deserialize(&sealed.bytes).expect("valid safetensors");
