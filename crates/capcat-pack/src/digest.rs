@@ -243,6 +243,12 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(empty.to_hex().parse::<Sha256Digest>().expect("hex"), empty);
+        // Errors and logs print a digest as its hex, as the header spells it.
+        assert_eq!(empty.to_string(), empty.to_hex());
+        assert_eq!(
+            format!("{empty:?}"),
+            format!("Sha256Digest({})", empty.to_hex())
+        );
     }
 
     #[test]

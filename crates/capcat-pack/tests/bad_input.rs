@@ -187,6 +187,34 @@ fn a_header_that_is_not_json_is_refused() {
     assert!(matches!(open(bytes), PackError::HeaderNotJson { .. }));
 }
 
+/// A header of the wrong JSON shape is refused with an error that says
+/// what was expected, and a bad record entry's error names its key as the
+/// header spells it.
+#[test]
+fn a_header_of_the_wrong_shape_says_what_was_expected_and_where() {
+    let pack = sample();
+    let error = open(with_header_text(&pack.bytes, b"[]")).to_string();
+    assert!(
+        error.contains("expected a safetensors header object"),
+        "{error}"
+    );
+    let error = open(with_header(&pack.bytes, |h| {
+        h["__metadata__"] = serde_json::json!(["capcat"]);
+    }))
+    .to_string();
+    assert!(
+        error.contains("expected an object of strings, each key once"),
+        "{error}"
+    );
+    let error = open(with_header(&pack.bytes, |h| {
+        h["record/00000001"]["dtype"] = 5.into();
+    }));
+    assert!(
+        matches!(error, PackError::MalformedHeader { ref key, .. } if key == "record/00000001"),
+        "{error}"
+    );
+}
+
 #[test]
 fn overlapping_offsets_are_refused() {
     let pack = sample();
