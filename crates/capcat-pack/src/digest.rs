@@ -243,6 +243,11 @@ mod tests {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(empty.to_hex().parse::<Sha256Digest>().expect("hex"), empty);
+        // A pair of digits that are both not hex is refused like one.
+        for pair in ["gg", "zz", "GG", "g0", "0g"] {
+            let text = format!("{pair}{}", "0".repeat(62));
+            assert!(text.parse::<Sha256Digest>().is_err(), "{text}");
+        }
         // Errors and logs print a digest as its hex, as the header spells it.
         assert_eq!(empty.to_string(), empty.to_hex());
         assert_eq!(

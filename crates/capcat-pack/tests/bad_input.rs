@@ -4,8 +4,8 @@ mod common;
 
 use bytes::Bytes;
 use capcat_pack::{
-    DIGEST_KEY, Dtype, METADATA_KEY, PackError, PackLimits, PackReader, PackWriter, SealedPack,
-    Sha256Digest, SummaryScalar, TensorSummary, TensorValues,
+    DIGEST_KEY, Dtype, MAX_HEADER_BYTES, METADATA_KEY, PackError, PackLimits, PackReader,
+    PackWriter, SealedPack, Sha256Digest, SummaryScalar, TensorSummary, TensorValues,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -173,6 +173,17 @@ fn a_huge_header_length_is_refused_without_allocating() {
     let mut bytes = sample().bytes.to_vec();
     bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(matches!(open(bytes), PackError::HeaderTooLarge { .. }));
+    // The limit itself is a length a header may have; one byte more is not.
+    for (len, too_large) in [(MAX_HEADER_BYTES, false), (MAX_HEADER_BYTES + 1, true)] {
+        let mut bytes = sample().bytes.to_vec();
+        bytes[..8].copy_from_slice(&len.to_le_bytes());
+        let error = open(bytes);
+        assert_eq!(
+            matches!(error, PackError::HeaderTooLarge { .. }),
+            too_large,
+            "{len}: {error}"
+        );
+    }
 }
 
 #[test]
@@ -248,11 +259,19 @@ fn out_of_range_offsets_are_refused() {
         h.get_mut("record/00000001").expect("present")["data_offsets"] =
             serde_json::json!([40, 1_000_000]);
     });
-    assert!(matches!(open(bytes), PackError::OffsetOutOfRange { .. }));
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::OffsetOutOfRange { ref key, .. } if key == "record/00000001"),
+        "{error}"
+    );
     let bytes = with_header(&pack.bytes, |h| {
         h.get_mut("record/00000001").expect("present")["data_offsets"] = serde_json::json!([5, 2]);
     });
-    assert!(matches!(open(bytes), PackError::OffsetOutOfRange { .. }));
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::OffsetOutOfRange { ref key, .. } if key == "record/00000001"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -457,13 +476,18 @@ fn a_descriptor_that_contradicts_its_envelope_is_refused_naming_the_envelope() {
 /// so it is read by `serde_json`, not the writer's fast path).
 #[test]
 fn a_descriptor_field_of_the_wrong_type_is_refused_saying_what_was_expected() {
-    let cases: [(&str, Value, &str); 3] = [
+    let cases: [(&str, Value, &str); 4] = [
         ("model", 5.into(), "expected a string"),
         ("tags", serde_json::json!({"k": 5}), "expected a string"),
         (
             "tags",
             serde_json::json!(["k"]),
             "expected an object of strings",
+        ),
+        (
+            "payload_sha256",
+            5.into(),
+            "expected 64 lowercase hex digits",
         ),
     ];
     for (field, value, expected) in cases {
