@@ -226,6 +226,27 @@ fn a_header_of_the_wrong_shape_says_what_was_expected_and_where() {
     );
 }
 
+/// Tensors a pack's writer never writes are refused by name, however many
+/// there are, even when they tile the data section.
+#[test]
+fn tensors_that_are_not_records_are_refused_by_name() {
+    let pack = sample();
+    let data_len = (pack.bytes.len() - 8 - header_len(&pack.bytes)) as u64;
+    let bytes = with_header(&pack.bytes, |h| {
+        for key in ["extra/b", "extra/a"] {
+            h.insert(
+                key.to_owned(),
+                serde_json::json!({"dtype": "U8", "shape": [0], "data_offsets": [data_len, data_len]}),
+            );
+        }
+    });
+    let error = open(bytes);
+    assert!(
+        matches!(error, PackError::UnexpectedTensor { ref key } if key == "extra/a"),
+        "{error}"
+    );
+}
+
 #[test]
 fn overlapping_offsets_are_refused() {
     let pack = sample();
