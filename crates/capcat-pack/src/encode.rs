@@ -269,12 +269,16 @@ mod tests {
 
     #[test]
     fn escaping_matches_serde_json_at_both_levels() {
+        // Every control character, each of the five short escapes among
+        // them, and the space after them.
+        let controls: String = (0u8..=0x20).map(char::from).collect();
         for text in [
             "plain",
             "q\"uote",
             "back\\slash",
             "ctl\u{1}\n\t",
             "ü ☃ \u{7f}",
+            &controls,
         ] {
             let once = serde_json::to_string(text).expect("serializes");
             let twice = serde_json::to_string(&once).expect("serializes");
