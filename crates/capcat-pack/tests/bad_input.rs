@@ -276,23 +276,20 @@ fn overlapping_offsets_are_refused() {
 #[test]
 fn out_of_range_offsets_are_refused() {
     let pack = sample();
-    let bytes = with_header(&pack.bytes, |h| {
-        h.get_mut("record/00000001").expect("present")["data_offsets"] =
-            serde_json::json!([40, 1_000_000]);
-    });
-    let error = open(bytes);
-    assert!(
-        matches!(error, PackError::OffsetOutOfRange { ref key, .. } if key == "record/00000001"),
-        "{error}"
-    );
-    let bytes = with_header(&pack.bytes, |h| {
-        h.get_mut("record/00000001").expect("present")["data_offsets"] = serde_json::json!([5, 2]);
-    });
-    let error = open(bytes);
-    assert!(
-        matches!(error, PackError::OffsetOutOfRange { ref key, .. } if key == "record/00000001"),
-        "{error}"
-    );
+    // Past the data section, and ending before it begins.
+    for offsets in [
+        serde_json::json!([40, 1_000_000]),
+        serde_json::json!([5, 2]),
+    ] {
+        let bytes = with_header(&pack.bytes, |h| {
+            h.get_mut("record/00000001").expect("present")["data_offsets"] = offsets.clone();
+        });
+        let error = open(bytes);
+        assert!(
+            matches!(error, PackError::OffsetOutOfRange { ref key, .. } if key == "record/00000001"),
+            "{offsets}: {error}"
+        );
+    }
 }
 
 #[test]
@@ -411,16 +408,25 @@ fn every_flipped_byte_is_caught_without_an_expected_digest() {
 /// value an envelope around the descriptor (with `edit` applied to the
 /// descriptor text), no pack digest key.
 fn as_version_1(edit: impl FnOnce(String) -> String) -> Vec<u8> {
+    in_version_1_envelope(
+        |descriptor| descriptor.replacen(r#"{"format_version":2,"#, r#"{"format_version":1,"#, 1),
+        edit,
+    )
+}
+
+/// `sample()` with its descriptor, as `declare` rewrites it, in a version-1
+/// envelope whose digest covers that text; `edit` then changes the text
+/// after the digest was taken. No pack digest key.
+fn in_version_1_envelope(
+    declare: impl FnOnce(&str) -> String,
+    edit: impl FnOnce(String) -> String,
+) -> Vec<u8> {
     with_header(&sample().bytes, |h| {
         let Value::Object(m) = &mut h["__metadata__"] else {
             panic!("object")
         };
         m.remove(DIGEST_KEY);
-        let descriptor = m[METADATA_KEY].as_str().expect("string").replacen(
-            r#"{"format_version":2,"#,
-            r#"{"format_version":1,"#,
-            1,
-        );
+        let descriptor = declare(m[METADATA_KEY].as_str().expect("string"));
         let envelope = serde_json::json!({
             "format_version": 1,
             "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
@@ -471,21 +477,11 @@ fn a_version_1_header_is_read_by_the_version_1_rules() {
 /// declared the version.
 #[test]
 fn a_descriptor_that_contradicts_its_envelope_is_refused_naming_the_envelope() {
-    let bytes = with_header(&sample().bytes, |h| {
-        let Value::Object(m) = &mut h["__metadata__"] else {
-            panic!("object")
-        };
-        m.remove(DIGEST_KEY);
-        let descriptor = m[METADATA_KEY].as_str().expect("string").to_owned();
+    let as_written = |descriptor: &str| {
         assert!(descriptor.starts_with(r#"{"format_version":2,"#));
-        let envelope = serde_json::json!({
-            "format_version": 1,
-            "descriptor_sha256": Sha256Digest::of(descriptor.as_bytes()).to_hex(),
-            "descriptor": descriptor,
-        });
-        m.insert(METADATA_KEY.to_owned(), Value::String(envelope.to_string()));
-    });
-    let error = open(bytes).to_string();
+        descriptor.to_owned()
+    };
+    let error = open(in_version_1_envelope(as_written, |d| d)).to_string();
     assert!(
         error.contains("the descriptor says format_version 2 but the envelope says 1"),
         "{error}"
