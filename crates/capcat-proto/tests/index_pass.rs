@@ -279,6 +279,21 @@ fn a_partly_committed_batch_publishes_only_the_new_packs() {
     );
 }
 
+/// Answers `s` from `cat`, except that before the first manifest insert
+/// (`raced` still false) another publisher publishes at its version.
+fn lose_the_first_publish(
+    cat: &mut FakeCatalog,
+    raced: &mut bool,
+    s: &capcat_proto::Statement,
+) -> Input {
+    if s.name == "publish.insert_manifest" && !*raced {
+        *raced = true;
+        let v = common::u64_param(s, "index_version");
+        cat.watermark.push((v, id(777)));
+    }
+    cat.respond(s)
+}
+
 /// Seed bug: descriptors kept the version they were first written with, so
 /// after a lost race argMax supersession could prefer an earlier publish.
 #[test]
@@ -287,15 +302,7 @@ fn a_lost_race_reallocates_and_rewrites_descriptors_at_the_new_version() {
     let mut raced = false;
     let run = drive(
         &mut IndexPass::new(tables(), Config::default(), lease, batch(1, 2), SEED),
-        |s| {
-            if s.name == "publish.insert_manifest" && !raced {
-                // Another publisher publishes at our version first.
-                raced = true;
-                let v = common::u64_param(s, "index_version");
-                cat.watermark.push((v, id(777)));
-            }
-            cat.respond(s)
-        },
+        |s| lose_the_first_publish(&mut cat, &mut raced, s),
         |_| 0,
         1_000,
     );
@@ -674,13 +681,7 @@ fn a_pass_reports_its_attempt_batch_and_publish_at_every_statement() {
                     m.publishing().map(capcat_proto::Publish::version),
                     m.recording(),
                 ));
-                if s.name == "publish.insert_manifest" && !raced {
-                    raced = true;
-                    let v = common::u64_param(&s, "index_version");
-                    cat.watermark.push((v, id(777)));
-                }
-                let input = cat.respond(&s);
-                m.handle(input);
+                m.handle(lose_the_first_publish(&mut cat, &mut raced, &s));
             }
             Step::Draw { .. } => m.handle(Input::Drawn(0)),
             Step::Done(outcome) => {

@@ -9,6 +9,7 @@
 use capcat_chdb::{Engine, Request};
 use capcat_proto::config::Config;
 use capcat_proto::descriptor::CaptureDescriptor;
+use capcat_proto::fragments::meaning::{LeaseRow, lease_head};
 use capcat_proto::{
     IndexPass, IndexReport, Input, Lease, LeaseClaim, Machine, Publish, PublishError, Step, Tables,
     lease, publish,
@@ -33,6 +34,23 @@ fn acquire(engine: &Engine, tables: &Tables, holder: &str, id: u128) -> Lease {
         Uuid::from_u128(id),
     );
     drive(engine, &mut m).expect("acquired")
+}
+
+/// Appends `row` to the lease log directly, not through a machine, to set
+/// up the log a test needs.
+fn insert_lease_row(engine: &Engine, tables: &Tables, row: &LeaseRow) {
+    let insert = format!(
+        "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
+         VALUES ({term}, '{id}', '{holder}', 1, {exp})",
+        lease = tables.publisher_lease(),
+        term = row.term,
+        id = row.lease_id,
+        holder = row.holder,
+        exp = row.expires_at_ns,
+    );
+    engine
+        .execute(&Request::new(&insert))
+        .expect("the row lands");
 }
 
 /// Seed bug, server half: the tuple-comparing fence raised `Code: 125` on an
@@ -209,15 +227,16 @@ fn a_dead_tombstone_over_a_live_claim_leaves_the_term_held_on_the_real_engine() 
     // Low 64 bits all ones: the tombstone sorts above the holder's row in
     // ClickHouse's UUID collation, so it is the head row.
     let tombstone = Uuid::from_u128(u128::from(u64::MAX));
-    let insert = format!(
-        "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
-         VALUES ({term}, '{tombstone}', 'stale', 1, 0)",
-        lease = t.publisher_lease(),
-        term = holder.term,
+    insert_lease_row(
+        engine,
+        &t,
+        &LeaseRow {
+            term: holder.term,
+            lease_id: tombstone,
+            holder: "stale".to_owned(),
+            expires_at_ns: 0,
+        },
     );
-    engine
-        .execute(&Request::new(&insert))
-        .expect("the tombstone lands");
     let mut m = LeaseClaim::acquire(
         t.clone(),
         Config::default(),
@@ -249,7 +268,7 @@ fn the_lease_head_the_fakes_compute_is_the_one_the_engine_reads() {
         return;
     };
     let id = |high: u64, low: u64| Uuid::from_u128(u128::from(high) << 64 | u128::from(low));
-    let row = |lease_id: Uuid, expires_at_ns: u64| capcat_proto::fragments::meaning::LeaseRow {
+    let row = |lease_id: Uuid, expires_at_ns: u64| LeaseRow {
         term: 7,
         lease_id,
         expires_at_ns,
@@ -265,18 +284,9 @@ fn the_lease_head_the_fakes_compute_is_the_one_the_engine_reads() {
         let t = Tables::new(&format!("live_order{n}")).expect("prefix");
         setup(engine, &t);
         for r in rows {
-            let insert = format!(
-                "INSERT INTO {lease} (term, lease_id, holder, acquired_at_ns, expires_at_ns) \
-                 VALUES ({term}, '{id}', '{holder}', 1, {exp})",
-                lease = t.publisher_lease(),
-                term = r.term,
-                id = r.lease_id,
-                holder = r.holder,
-                exp = r.expires_at_ns,
-            );
-            engine.execute(&Request::new(&insert)).expect("row lands");
+            insert_lease_row(engine, &t, r);
         }
-        let expected = capcat_proto::fragments::meaning::lease_head(rows).expect("rows");
+        let expected = lease_head(rows).expect("rows");
         let Input::Rows(read) = execute(engine, &lease::sql::read_head(&t)) else {
             panic!("case {n}: the head read failed")
         };
